@@ -1,0 +1,78 @@
+#include "ir/base/debug_options.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace kiln {
+namespace {
+
+constexpr DumpKind kAllDumpKinds[] = {DumpKind::kIr,   DumpKind::kPasses, DumpKind::kLedger,
+                                      DumpKind::kCuda, DumpKind::kPtx,    DumpKind::kLaunch,
+                                      DumpKind::kAutotune};
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+}  // namespace
+
+const char* DumpKindName(DumpKind kind) {
+  switch (kind) {
+    case DumpKind::kIr: return "ir";
+    case DumpKind::kPasses: return "passes";
+    case DumpKind::kLedger: return "ledger";
+    case DumpKind::kCuda: return "cuda";
+    case DumpKind::kPtx: return "ptx";
+    case DumpKind::kLaunch: return "launch";
+    case DumpKind::kAutotune: return "autotune";
+  }
+  return "?";
+}
+
+absl::StatusOr<DebugOptions> DebugOptionsFromEnv() {
+  DebugOptions options;
+  for (absl::string_view item : absl::StrSplit(Env("KILN_DUMP"), ',', absl::SkipWhitespace())) {
+    item = absl::StripAsciiWhitespace(item);
+    bool found = false;
+    for (DumpKind kind : kAllDumpKinds) {
+      if (item == DumpKindName(kind)) {
+        options.dump.insert(kind);
+        found = true;
+      }
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "KILN_DUMP: unknown dump \"", item,
+          "\"; valid names are ir, passes, ledger, cuda, ptx, launch, autotune"));
+    }
+  }
+  options.dump_dir = Env("KILN_DUMP_DIR");
+  for (absl::string_view item :
+       absl::StrSplit(Env("KILN_DISABLE_PASSES"), ',', absl::SkipWhitespace())) {
+    options.disabled_passes.insert(std::string(absl::StripAsciiWhitespace(item)));
+  }
+  std::string fuel = Env("KILN_FUSION_FUEL");
+  if (!fuel.empty()) {
+    int64_t n;
+    if (!absl::SimpleAtoi(fuel, &n) || n < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("KILN_FUSION_FUEL: \"", fuel, "\" is not a non-negative integer"));
+    }
+    options.fusion_fuel = n;
+  }
+  std::string verify = Env("KILN_VERIFY");
+  if (!verify.empty()) {
+    if (verify != "0" && verify != "1") {
+      return absl::InvalidArgumentError(absl::StrCat("KILN_VERIFY: \"", verify, "\" is not 0 or 1"));
+    }
+    options.verify = verify == "1";
+  }
+  return options;
+}
+
+}  // namespace kiln

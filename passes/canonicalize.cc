@@ -1,0 +1,133 @@
+#include "passes/canonicalize.h"
+
+#include <algorithm>
+
+#include "ir/base/status.h"
+#include "passes/rewrite_util.h"
+
+namespace kiln {
+namespace {
+
+// Returns the node that should replace `node`, or nullptr when no rule applies. Rules that
+// only edit attributes rebuild the node (nodes are immutable once built).
+Node* Rewrite(Graph& graph, Node* node) {
+  Rewriter rw(graph, node->name());
+  OpKind op = node->op();
+  const Attributes& attrs = node->attrs();
+  auto operand = [&](int i) { return node->operand(i); };
+  int64_t rank = static_cast<int64_t>(node->num_operands() > 0 ? operand(0)->shape().size() : 0);
+
+  switch (op) {
+    case OpKind::kReduceSum: case OpKind::kReduceMean:
+    case OpKind::kReduceMax: case OpKind::kReduceMin: {
+      std::vector<int64_t> axes = attrs.GetInts("axes");
+      if (axes.empty()) {
+        for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+      }
+      for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+      std::sort(axes.begin(), axes.end());
+      if (axes == attrs.GetInts("axes")) return nullptr;
+      Attributes changed = attrs;
+      changed.Set("axes", axes);
+      return rw.Add(op, node->operands(), changed);
+    }
+    case OpKind::kSoftmax: case OpKind::kLogSoftmax: case OpKind::kLayerNorm:
+    case OpKind::kRmsNorm: case OpKind::kConcat: case OpKind::kGather: {
+      int64_t axis = attrs.GetInt("axis");
+      if (axis >= 0) return nullptr;
+      Attributes changed = attrs;
+      changed.Set("axis", axis + rank);
+      return rw.Add(op, node->operands(), changed);
+    }
+    case OpKind::kIota: {
+      int64_t axis = attrs.GetInt("axis");
+      if (axis >= 0) return nullptr;
+      Attributes changed = attrs;
+      changed.Set("axis", axis + static_cast<int64_t>(node->shape().size()));
+      return rw.Add(op, {}, changed);
+    }
+    case OpKind::kReshape: {
+      Node* x = operand(0);
+      if (x->shape() == node->shape()) return x;
+      if (x->op() == OpKind::kReshape) return rw.Add(op, {x->operand(0)}, {{"shape", node->shape()}});
+      if (attrs.GetInts("shape") != node->shape()) {  // resolve a -1
+        return rw.Add(op, {x}, {{"shape", node->shape()}});
+      }
+      return nullptr;
+    }
+    case OpKind::kBroadcastTo:
+      return operand(0)->shape() == node->shape() ? operand(0) : nullptr;
+    case OpKind::kCast:
+      return operand(0)->dtype() == node->dtype() ? operand(0) : nullptr;
+    case OpKind::kTranspose: {
+      const std::vector<int64_t>& perm = attrs.GetInts("perm");
+      bool identity = true;
+      for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+      if (identity) return operand(0);
+      if (operand(0)->op() == OpKind::kTranspose) {
+        const std::vector<int64_t>& inner = operand(0)->attrs().GetInts("perm");
+        std::vector<int64_t> composed(perm.size());
+        for (size_t d = 0; d < perm.size(); ++d) composed[d] = inner[perm[d]];
+        return rw.Add(op, {operand(0)->operand(0)}, {{"perm", composed}});
+      }
+      return nullptr;
+    }
+    case OpKind::kSlice:
+      return operand(0)->shape() == node->shape() ? operand(0) : nullptr;
+    case OpKind::kPow: {
+      std::optional<double> e = ScalarConstantValue(operand(1));
+      if (!e || NumElements(operand(1)->shape()) != 1 || node->shape() != operand(0)->shape()) {
+        return nullptr;
+      }
+      if (*e == 2.0) return rw.Add(OpKind::kMul, {operand(0), operand(0)});
+      if (*e == 0.5) return rw.Add(OpKind::kSqrt, {operand(0)});
+      if (*e == 1.0) return operand(0);
+      return nullptr;
+    }
+    case OpKind::kReciprocal:
+      if (operand(0)->op() == OpKind::kSqrt) return rw.Add(OpKind::kRsqrt, {operand(0)->operand(0)});
+      return nullptr;
+    case OpKind::kDiv: {
+      Node *a = operand(0), *b = operand(1);
+      if (b->op() == OpKind::kSqrt) {
+        Node* r = rw.Add(OpKind::kRsqrt, {b->operand(0)});
+        Node* m = rw.Add(OpKind::kMul, {a, r});
+        return m->shape() == node->shape() ? m : nullptr;
+      }
+      if (IsConstantSplat(a, 1.0) && IsFloat(node->dtype()) && b->shape() == node->shape()) {
+        return rw.Add(OpKind::kReciprocal, {b});
+      }
+      return nullptr;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Canonicalize::Run(Graph& graph) {
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (Node* node : graph.PostOrder()) {
+      if (node->users().empty() && std::none_of(graph.outputs().begin(), graph.outputs().end(),
+                                                [&](const Graph::Output& o) { return o.node == node; })) {
+        continue;  // dead: DCE removes it
+      }
+      Node* replacement = Rewrite(graph, node);
+      if (replacement == nullptr || replacement == node) continue;
+      if (replacement->shape() != node->shape() || replacement->dtype() != node->dtype()) {
+        continue;  // a rule built something of another type (e.g. broadcasting); leave it dead
+      }
+      graph.ReplaceAllUsesWith(node, replacement);
+      changed = again = true;
+    }
+    if (again) graph.RemoveDeadNodes();
+  }
+  // Rules that built a node and then declined it leave it dead.
+  if (graph.RemoveDeadNodes() > 0) changed = true;
+  return changed;
+}
+
+}  // namespace kiln

@@ -1,0 +1,29 @@
+// canonicalize: puts equivalent spellings of a computation into one form, so that later
+// passes (decompose, CSE, attention matching, fusion) match one pattern instead of many, and
+// the hand-decomposed graphs ONNX exporters write meet the ones kiln's decomposition writes.
+//  * axes: negative axes become positive; reduction axes are sorted;
+//  * no-ops fold away: reshape/broadcast_to to the same shape, cast to the same dtype,
+//    identity transpose, full slice; reshape(reshape(x)) and transpose(transpose(x)) compose;
+//  * exporter spellings: pow(x, 2) -> mul(x, x); pow(x, 0.5) -> sqrt(x);
+//    reciprocal(sqrt(x)) -> rsqrt(x); div(a, sqrt(b)) -> mul(a, rsqrt(b));
+//    div(1, x) -> reciprocal(x).
+// Runs first, and again after decompose (which can create foldable pairs).
+#ifndef KILN_PASSES_CANONICALIZE_H_
+#define KILN_PASSES_CANONICALIZE_H_
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+class Canonicalize : public Pass {
+ public:
+  const char* name() const override { return "canonicalize"; }
+  const char* summary() const override {
+    return "normalise axes, fold no-op layout/casts, rewrite exporter spellings";
+  }
+  absl::StatusOr<bool> Run(Graph& graph) override;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_CANONICALIZE_H_

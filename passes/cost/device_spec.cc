@@ -1,0 +1,52 @@
+#include "passes/cost/device_spec.h"
+
+#include "absl/strings/str_format.h"
+
+namespace kiln {
+
+DeviceSpec H100Spec() {
+  DeviceSpec s;
+  s.name = "h100";
+  s.sm_count = 132;                      // H100 SXM5 datasheet; torch reports 132 on the lent H100
+  s.dram_bytes_per_us = 3.0e6;           // 3.0 TB/s device-to-device copy measured on the lent
+                                         // H100 (2026-11-13, KINDS.md), ~90% of 3.35 TB/s vendor
+  s.l2_bytes = 50LL << 20;               // 50 MB, torch on the lent H100
+  s.smem_per_block_bytes = 232448;       // 227 KiB opt-in, CUDA programming guide (sm_90)
+  s.registers_per_sm = 65536;            // CUDA programming guide, compute capability 9.0
+  s.launch_us = 3.0;                     // chosen: typical gap between back-to-back small
+                                         // kernels on Hopper without CUDA graphs (estimate)
+  s.f32_flops_per_us = 60e6;             // 67 TFLOP/s FP32 datasheet (SXM5) x 0.9 (estimate)
+  s.sfu_ops_per_us = 132 * 16 * 1.83e3;  // 16 MUFU ops/clk/SM (sm_90 throughput table) at 1830 MHz
+  s.matmul_bf16_flops_per_us = 798e6;    // 8192^3 bf16 matmul measured on the lent H100
+  s.matmul_f32_flops_per_us = 50e6;      // FP32 FFMA GEMM, ~75% of CUDA-core peak (estimate)
+  s.attention_flops_per_us = 500e6;      // FlashAttention-3 paper: 500-740 TFLOP/s bf16 forward
+                                         // on H100 for head dims 64-256; we take the low end
+  s.provenance = "named spec h100 (H100 SXM5 80GB); constants documented in passes/cost/device_spec.cc";
+  return s;
+}
+
+DeviceSpec H200Spec() {
+  DeviceSpec s = H100Spec();             // same GH100 die: SMs, registers, shared memory, clocks
+  s.name = "h200";
+  s.dram_bytes_per_us = 4.3e6;           // 4.3 TB/s copy measured on the lent H200 (2026-10-28)
+  s.l2_bytes = 60LL << 20;               // torch on the lent H200 reported 60 MB
+  s.matmul_bf16_flops_per_us = 788e6;    // 8192^3 bf16 matmul measured on the lent H200
+  s.provenance = "named spec h200 (H200 141GB); constants documented in passes/cost/device_spec.cc";
+  return s;
+}
+
+absl::StatusOr<DeviceSpec> NamedDeviceSpec(const std::string& name) {
+  if (name == "h100") return H100Spec();
+  if (name == "h200") return H200Spec();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("unknown device spec \"%s\"; known specs: h100, h200", name));
+}
+
+std::string DeviceSpec::ToString() const {
+  return absl::StrFormat(
+      "%s: %d SMs, %.2f TB/s, L2 %d MB, launch %.1f us, bf16 matmul %.0f TFLOP/s, row budget %d f32",
+      name, sm_count, dram_bytes_per_us / 1e6, l2_bytes >> 20, launch_us,
+      matmul_bf16_flops_per_us / 1e6, RowBudgetValues());
+}
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+// DeviceSpec: the numbers the cost model prices with. Named specs (`h100`, `h200`) let
+// ahead-of-time compiles and tests run without a GPU; FromDevice (runtime) fills one from the
+// GPU in hand. Every constant below says where it came from.
+#ifndef KILN_PASSES_COST_DEVICE_SPEC_H_
+#define KILN_PASSES_COST_DEVICE_SPEC_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace kiln {
+
+struct DeviceSpec {
+  std::string name;
+  int sm_count = 0;
+  double dram_bytes_per_us = 0;       // achievable (copy) bandwidth, bytes per microsecond
+  int64_t l2_bytes = 0;
+  int64_t smem_per_block_bytes = 0;   // opt-in maximum dynamic shared memory per block
+  int64_t registers_per_sm = 0;       // 32-bit registers
+  double launch_us = 0;               // cost of one kernel launch in a stream of launches
+  double f32_flops_per_us = 0;        // CUDA-core FP32 (FMA counted as 2)
+  double sfu_ops_per_us = 0;          // transcendental (MUFU) operations
+  double matmul_bf16_flops_per_us = 0;  // achievable dense bf16/f16 tensor-core rate
+  double matmul_f32_flops_per_us = 0;   // f32 matmul (no TF32)
+  double attention_flops_per_us = 0;    // tiled attention forward, bf16/f16
+  std::string provenance;
+
+  // Row-on-chip budget of the row-reduction template, in f32 values kept per row: half the
+  // register file of one SM, leaving the rest for addressing and the next block.
+  int64_t RowBudgetValues() const { return registers_per_sm / 2; }
+  std::string ToString() const;
+};
+
+DeviceSpec H100Spec();
+DeviceSpec H200Spec();
+// "h100" or "h200"; the error lists the known names.
+absl::StatusOr<DeviceSpec> NamedDeviceSpec(const std::string& name);
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_COST_DEVICE_SPEC_H_

@@ -1,0 +1,35 @@
+// decompose: rewrites composite ops into primitives, so that fusion sees one vocabulary and
+// treats a hand-decomposed LayerNorm (as ONNX exporters write it) exactly like the composite.
+// The decompositions are written to coincide with the exporters' spellings after
+// canonicalize (see tests/passes/decompose_test.cc, which checks that examples/layernorm and
+// examples/layernorm_decomposed become the same graph):
+//   softmax(x)     m = max(x); d = x - m; e = exp(d); y = e / sum(e)
+//   log_softmax(x) m = max(x); d = x - m; y = d - log(sum(exp(d)))
+//   layer_norm     mu = mean(x); d = x - mu; v = mean(d*d); y = d * rsqrt(v + eps) [* w] [+ b]
+//   rms_norm       y = x * rsqrt(mean(x*x) + eps) [* w]
+//   gelu           y = x * 0.5 * (1 + erf(x * (1/sqrt 2)))
+//   gelu_tanh      y = x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x*x*x)))
+//   silu           y = x * sigmoid(x)
+//   cross_entropy  lse = log(sum(exp(x - m))) + m; pick = sum(where(iota == t, x, 0));
+//                  l = where(t != ignore, lse - pick, 0); mean = sum(l) / sum(t != ignore)
+// Reductions keep dims where the result is broadcast back over the row. Not decomposed:
+// attention (matched as a whole by match_attention) and dropout (its RNG is one op).
+#ifndef KILN_PASSES_DECOMPOSE_H_
+#define KILN_PASSES_DECOMPOSE_H_
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+class Decompose : public Pass {
+ public:
+  const char* name() const override { return "decompose"; }
+  const char* summary() const override {
+    return "rewrite softmax, norms, gelu, silu and cross_entropy into primitives";
+  }
+  absl::StatusOr<bool> Run(Graph& graph) override;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_DECOMPOSE_H_

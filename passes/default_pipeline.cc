@@ -1,0 +1,27 @@
+// The table of contents of kiln's graph optimisation: every pass, in order, with the reason
+// wherever the order matters. Fusion (passes/fusion/priority_fusion.h) runs on the result.
+#include "passes/canonicalize.h"
+#include "passes/decompose.h"
+#include "passes/match_attention.h"
+#include "passes/pass_pipeline.h"
+#include "passes/simplify.h"
+
+namespace kiln {
+
+PassPipeline DefaultPipeline() {
+  PassPipeline pipeline;
+  // Normalised axes and exporter spellings first, so the matchers below see one form.
+  pipeline.Add(std::make_unique<Canonicalize>());
+  // Before decompose: the attention pattern is matched on the composite softmax.
+  pipeline.Add(std::make_unique<MatchAttention>());
+  pipeline.Add(std::make_unique<Decompose>());
+  // Decompositions create scalar constants and foldable pairs; fold, then merge duplicates
+  // (two norms of one tensor share their mean), then drop what nothing reads.
+  pipeline.Add(std::make_unique<Canonicalize>());
+  pipeline.Add(std::make_unique<ConstantFold>());
+  pipeline.Add(std::make_unique<Cse>());
+  pipeline.Add(std::make_unique<Dce>());
+  return pipeline;
+}
+
+}  // namespace kiln

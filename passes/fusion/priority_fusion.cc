@@ -1,0 +1,345 @@
+#include "passes/fusion/priority_fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/base/status.h"
+#include "passes/fusion/legality.h"
+
+namespace kiln {
+namespace {
+
+// Regions as node sets; a node belongs to several regions only when it was recomputed.
+class FusionState {
+ public:
+  explicit FusionState(const Graph& graph) : graph_(graph), post_order_(graph.PostOrder()) {
+    for (Node* n : post_order_) {
+      if (n->category() == OpCategory::kLeaf) continue;
+      AddRegion({n});
+    }
+  }
+
+  const std::map<int, std::vector<Node*>>& regions() const { return regions_; }
+  const std::vector<Node*>& post_order() const { return post_order_; }
+
+  Region Describe(int id) const { return Describe(id, regions_.at(id)); }
+  Region Describe(int id, const std::vector<Node*>& nodes) const {
+    // A user recomputing `value` in every region it sits in does not read it from memory.
+    auto reads = [this](const Node* value, const Node* user) {
+      auto it = node_regions_.find(user);
+      if (it == node_regions_.end()) return true;
+      for (int r : it->second) {
+        if (!Holds(r, value)) return true;
+      }
+      return false;
+    };
+    return DescribeRegion(id, nodes, graph_, post_order_, reads);
+  }
+
+  // Regions that read a tensor `p` writes.
+  std::vector<int> Consumers(int p) const {
+    std::set<int> out;
+    for (Node* n : regions_.at(p)) {
+      for (Node* user : n->users()) {
+        for (int r : node_regions_.at(user)) {
+          if (r != p && !Holds(r, n)) out.insert(r);
+        }
+      }
+    }
+    return {out.begin(), out.end()};
+  }
+
+  // Would merging p into c create a cycle: is c reachable from p through another region?
+  bool CreatesCycle(int p, int c) const {
+    std::vector<int> stack;
+    for (int x : Consumers(p)) {
+      if (x != c) stack.push_back(x);
+    }
+    std::set<int> seen;
+    while (!stack.empty()) {
+      int x = stack.back();
+      stack.pop_back();
+      if (x == c) return true;
+      if (!seen.insert(x).second) continue;
+      for (int y : Consumers(x)) stack.push_back(y);
+    }
+    return false;
+  }
+
+  std::vector<Node*> Union(int a, int b) const {
+    std::vector<Node*> nodes = regions_.at(a);
+    for (Node* n : regions_.at(b)) {
+      if (!Holds(a, n)) nodes.push_back(n);
+    }
+    return nodes;
+  }
+
+  int AddRegion(std::vector<Node*> nodes) {
+    int id = next_id_++;
+    for (Node* n : nodes) node_regions_[n].insert(id);
+    regions_[id] = std::move(nodes);
+    return id;
+  }
+
+  void RemoveRegion(int id) {
+    for (Node* n : regions_.at(id)) node_regions_[n].erase(id);
+    regions_.erase(id);
+  }
+
+ private:
+  bool Holds(int r, const Node* n) const {
+    auto it = node_regions_.find(n);
+    return it != node_regions_.end() && it->second.count(r) > 0;
+  }
+
+  const Graph& graph_;
+  std::vector<Node*> post_order_;
+  std::map<int, std::vector<Node*>> regions_;
+  absl::flat_hash_map<const Node*, std::set<int>> node_regions_;
+  int next_id_ = 0;
+};
+
+std::vector<std::string> Names(const std::vector<Node*>& nodes) {
+  std::vector<std::string> out;
+  for (const Node* n : nodes) out.push_back(n->name());
+  return out;
+}
+
+struct Candidate {
+  FusionRecord record;
+  std::vector<int> consumers;  // recompute: every consumer
+  bool allowed = false;
+};
+
+// Prices merging region p into region c.
+Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, int c) {
+  Candidate cand;
+  Region rp = state.Describe(p), rc = state.Describe(c);
+  Region merged = state.Describe(-1, state.Union(p, c));
+  FusionRecord& rec = cand.record;
+  rec.mode = "merge";
+  rec.producer_id = p;
+  rec.consumer_id = c;
+  rec.producer_nodes = Names(rp.nodes);
+  rec.consumer_nodes = Names(rc.nodes);
+  rec.producer_kind = RegionKindName(rp.kind);
+  rec.consumer_kind = RegionKindName(rc.kind);
+  cand.consumers = {c};
+  FusionDecision decision = CanMerge(rp, rc, merged);
+  rec.rule = decision.rule();
+  rec.reason = decision.reason();
+  rec.unfused_us = EstimateRunTime(rp, device).total_us + EstimateRunTime(rc, device).total_us;
+  rec.fused_terms = EstimateRunTime(merged, device);
+  rec.fused_us = rec.fused_terms.total_us;
+  cand.allowed = decision.ok();
+  rec.verdict = !decision.ok() ? "refuse" : rec.fused_us < rec.unfused_us ? "fuse" : "unprofitable";
+  return cand;
+}
+
+// Prices recomputing pointwise producer p inside every one of its consumers.
+std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSpec& device, int p,
+                                        const std::vector<int>& consumers, const Graph& graph) {
+  Region rp = state.Describe(p);
+  if (consumers.size() < 2 || rp.kind != RegionKind::kPointwise) return std::nullopt;
+  for (const Graph::Output& out : graph.outputs()) {
+    if (rp.Contains(out.node)) return std::nullopt;  // a graph output is written once, by its home
+  }
+  Candidate cand;
+  FusionRecord& rec = cand.record;
+  rec.mode = "recompute";
+  rec.producer_id = p;
+  rec.producer_nodes = Names(rp.nodes);
+  rec.producer_kind = RegionKindName(rp.kind);
+  rec.unfused_us = EstimateRunTime(rp, device).total_us;
+  cand.allowed = true;
+  rec.rule = "recompute";
+  rec.reason = absl::StrCat("producer has ", consumers.size(), " consumer regions; recomputed in each");
+  for (int c : consumers) {
+    Region rc = state.Describe(c);
+    Region merged = state.Describe(-1, state.Union(p, c));
+    for (const Node* n : rc.nodes) rec.consumer_nodes.push_back(n->name());
+    rec.unfused_us += EstimateRunTime(rc, device).total_us;
+    RunTimeEstimate fused = EstimateRunTime(merged, device);
+    // Inside each consumer the producer is internal: it must not be written again.
+    for (const Node* out : merged.outputs) {
+      if (rp.Contains(out)) fused.bytes_written -= out->num_bytes();
+    }
+    fused.memory_us = static_cast<double>(fused.bytes_read + fused.bytes_written) / device.dram_bytes_per_us;
+    fused.total_us = std::max(fused.memory_us, fused.compute_us) + fused.launch_us;
+    rec.fused_us += fused.total_us;
+    rec.fused_terms = fused;
+    FusionDecision decision = CanMerge(rp, rc, merged);
+    if (!decision.ok()) {
+      cand.allowed = false;
+      rec.rule = decision.rule();
+      rec.reason = absl::StrCat("recompute into ", rc.NodeList(2), ": ", decision.reason());
+    }
+    if (state.CreatesCycle(p, c)) {
+      cand.allowed = false;
+      rec.rule = "cycle";
+      rec.reason = "recomputing would create a cycle";
+    }
+    cand.consumers.push_back(c);
+  }
+  rec.verdict = !cand.allowed ? "refuse" : rec.fused_us < rec.unfused_us ? "fuse" : "unprofitable";
+  return cand;
+}
+
+std::string CandidateKey(const Candidate& c) {
+  return absl::StrCat(c.record.mode, ":", c.record.producer_id, ">", absl::StrJoin(c.consumers, ","));
+}
+
+// Regions in an order where every region comes after the regions it reads from.
+std::vector<int> ExecutionOrder(const FusionState& state) {
+  std::map<int, int> pending;
+  std::map<int, std::vector<int>> consumers;
+  for (const auto& [id, nodes] : state.regions()) pending[id];
+  for (const auto& [id, nodes] : state.regions()) {
+    for (int c : state.Consumers(id)) {
+      consumers[id].push_back(c);
+      ++pending[c];
+    }
+  }
+  // Ready regions in order of their first node, so the order follows the graph.
+  absl::flat_hash_map<const Node*, int> position;
+  for (size_t i = 0; i < state.post_order().size(); ++i) position[state.post_order()[i]] = i;
+  auto first = [&](int id) {
+    int best = 1 << 30;
+    for (const Node* n : state.regions().at(id)) best = std::min(best, position.at(n));
+    return best;
+  };
+  std::set<std::pair<int, int>> ready;
+  for (const auto& [id, count] : pending) {
+    if (count == 0) ready.insert({first(id), id});
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int id = ready.begin()->second;
+    ready.erase(ready.begin());
+    order.push_back(id);
+    for (int c : consumers[id]) {
+      if (--pending[c] == 0) ready.insert({first(c), c});
+    }
+  }
+  KILN_CHECK(order.size() == state.regions().size()) << "fusion produced a cyclic region graph";
+  return order;
+}
+
+}  // namespace
+
+int FusionPlan::num_kernels() const {
+  int n = 0;
+  for (const Region& r : regions) n += r.kind != RegionKind::kView;
+  return n;
+}
+
+const Region* FusionPlan::RegionOf(const Node* node) const {
+  for (const Region& r : regions) {
+    if (r.Contains(node)) return &r;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& device,
+                                      const FusionOptions& options) {
+  FusionState state(graph);
+  FusionPlan plan;
+  plan.graph_name = graph.name();
+  plan.device = device;
+  plan.ops = static_cast<int>(state.regions().size());
+  for (const auto& [id, nodes] : state.regions()) {
+    RunTimeEstimate e = EstimateRunTime(state.Describe(id), device);
+    plan.unfused_us += e.total_us;
+    plan.unfused_bytes += e.bytes_read + e.bytes_written;
+  }
+
+  // Priced candidates by key; a key names region ids, and ids are never reused, so an entry
+  // stays valid until one of its regions is merged away. Only the cycle check is global and
+  // is redone at pick time.
+  std::map<std::string, Candidate> priced;
+  while (true) {
+    std::vector<std::string> live_keys;
+    for (const auto& [p, nodes] : state.regions()) {
+      std::vector<int> consumers = state.Consumers(p);
+      std::vector<Candidate> fresh;
+      for (int c : consumers) fresh.push_back(PriceMerge(state, device, p, c));
+      if (auto r = PriceRecompute(state, device, p, consumers, graph)) fresh.push_back(*r);
+      for (Candidate& cand : fresh) {
+        std::string key = CandidateKey(cand);
+        live_keys.push_back(key);
+        if (priced.count(key)) continue;
+        cand.record.step = plan.merges;
+        cand.record.event = plan.merges == 0 ? "candidate" : "reprice";
+        plan.records.push_back(cand.record);
+        priced.emplace(key, std::move(cand));
+      }
+    }
+    // The best legal, profitable, acyclic candidate; ties go to the earliest key.
+    const Candidate* best = nullptr;
+    for (const std::string& key : live_keys) {
+      const Candidate& cand = priced.at(key);
+      if (!cand.allowed || cand.record.saved_us() <= 0) continue;
+      if (best != nullptr && cand.record.saved_us() <= best->record.saved_us()) continue;
+      if (cand.record.mode == "merge" && state.CreatesCycle(cand.record.producer_id, cand.record.consumer_id)) {
+        FusionRecord rec = cand.record;
+        rec.event = "reprice";
+        rec.step = plan.merges;
+        rec.verdict = "cycle";
+        rec.rule = "cycle";
+        rec.reason = "the consumer also reads the producer through another region; merging would create a cycle";
+        plan.records.push_back(rec);
+        priced.at(key).allowed = false;
+        continue;
+      }
+      best = &cand;
+    }
+    if (best == nullptr) {
+      FusionRecord stop;
+      stop.event = "stop";
+      stop.step = plan.merges;
+      stop.reason = "no legal merge saves time";
+      plan.records.push_back(stop);
+      break;
+    }
+    if (options.fuel && plan.merges >= *options.fuel) {
+      FusionRecord stop;
+      stop.event = "stop";
+      stop.step = plan.merges;
+      stop.reason = absl::StrCat("KILN_FUSION_FUEL=", *options.fuel, " exhausted");
+      plan.records.push_back(stop);
+      plan.fuel_exhausted = true;
+      break;
+    }
+    FusionRecord fuse = best->record;
+    fuse.event = "fuse";
+    fuse.step = plan.merges;
+    std::vector<int> consumers = best->consumers;
+    int p = fuse.producer_id;
+    std::vector<Node*> producer_nodes = state.regions().at(p);
+    for (int c : consumers) {
+      std::vector<Node*> merged = state.Union(p, c);
+      state.RemoveRegion(c);
+      state.AddRegion(std::move(merged));
+    }
+    state.RemoveRegion(p);
+    plan.records.push_back(fuse);
+    ++plan.merges;
+  }
+
+  for (int id : ExecutionOrder(state)) {
+    plan.regions.push_back(state.Describe(id));
+    plan.estimates.push_back(EstimateRunTime(plan.regions.back(), device));
+    plan.fused_us += plan.estimates.back().total_us;
+    plan.fused_bytes += plan.estimates.back().bytes_read + plan.estimates.back().bytes_written;
+  }
+  // Renumber regions 0..n-1 in execution order for people; records keep the process ids.
+  for (size_t i = 0; i < plan.regions.size(); ++i) plan.regions[i].id = static_cast<int>(i);
+  return plan;
+}
+
+}  // namespace kiln

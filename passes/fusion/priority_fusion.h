@@ -1,0 +1,74 @@
+// Priority fusion: starting from one region per op, repeatedly takes the legal merge with the
+// largest predicted time saved, reprices the candidates that involve the new region, and
+// stops when no merge saves time (or KILN_FUSION_FUEL merges have been made). A producer
+// read by several regions is either merged into one of them (and still written for the
+// others) or, when it is pure pointwise work and not a graph output, recomputed inside every
+// consumer; the model prices both and the ledger records both prices.
+// The result is a FusionPlan: regions in execution order with their cost terms, and the
+// fusion ledger (every candidate, verdict, rule, reason and price).
+#ifndef KILN_PASSES_FUSION_PRIORITY_FUSION_H_
+#define KILN_PASSES_FUSION_PRIORITY_FUSION_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "passes/cost/cost_model.h"
+#include "passes/cost/device_spec.h"
+#include "passes/fusion/region.h"
+
+namespace kiln {
+
+// One step of the fusion process. `consumer_id` is -1 and `consumers` lists every consumer
+// for a recompute candidate.
+struct FusionRecord {
+  int step = 0;                 // merges made before this record
+  std::string event;            // "candidate" (first pricing), "reprice", "fuse", "stop"
+  std::string mode;             // "merge" or "recompute"
+  int producer_id = -1;
+  int consumer_id = -1;
+  std::vector<std::string> producer_nodes;
+  std::vector<std::string> consumer_nodes;
+  std::string producer_kind, consumer_kind;
+  std::string verdict;          // "fuse", "refuse", "unprofitable", "cycle"
+  std::string rule, reason;
+  double unfused_us = 0, fused_us = 0;
+  RunTimeEstimate fused_terms;
+
+  double saved_us() const { return unfused_us - fused_us; }
+};
+
+struct FusionPlan {
+  std::string graph_name;
+  DeviceSpec device;
+  std::vector<Region> regions;              // execution order
+  std::vector<RunTimeEstimate> estimates;   // per region
+  std::vector<FusionRecord> records;        // the ledger, in order
+  int ops = 0;                              // non-leaf nodes
+  int merges = 0;
+  double unfused_us = 0;                    // one kernel per op
+  double fused_us = 0;
+  int64_t unfused_bytes = 0, fused_bytes = 0;
+  bool fuel_exhausted = false;
+
+  int num_kernels() const;  // regions that launch something (views do not)
+  const Region* RegionOf(const Node* node) const;
+};
+
+struct FusionOptions {
+  std::optional<int64_t> fuel;  // KILN_FUSION_FUEL
+};
+
+absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& device,
+                                      const FusionOptions& options = {});
+
+// The ledger as JSON lines (one record per line, then one line per final region), and as one
+// JSON document {"graph", "device", "summary", "regions": [...], "decisions": [...]}.
+std::string LedgerJsonLines(const FusionPlan& plan);
+std::string FusionPlanJson(const FusionPlan& plan);
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_FUSION_PRIORITY_FUSION_H_

@@ -1,0 +1,130 @@
+#include "passes/match_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ir/base/status.h"
+#include "passes/rewrite_util.h"
+
+namespace kiln {
+namespace {
+
+bool SingleUse(const Graph& graph, const Node* node) {
+  if (node->users().size() != 1) return false;
+  for (const Graph::Output& out : graph.outputs()) {
+    if (out.node == node) return false;
+  }
+  return true;
+}
+
+bool SwapsLastTwo(const Node* node) {
+  if (node->op() != OpKind::kTranspose) return false;
+  const std::vector<int64_t>& perm = node->attrs().GetInts("perm");
+  size_t r = perm.size();
+  if (r < 2) return false;
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
+}
+
+// A constant over the last two dims [S, T] (leading dims all 1 or broadcast copies) that keeps
+// exactly j <= i. `keep(v)` says whether an element value means "attend".
+template <typename Keep>
+bool IsCausalConstant(const Node* mask, int64_t s, int64_t t, Keep keep) {
+  if (mask->op() != OpKind::kConstant) return false;
+  const Shape& shape = mask->shape();
+  if (shape.size() < 2 || shape[shape.size() - 2] != s || shape.back() != t) return false;
+  const Tensor* value = mask->value();
+  int64_t plane = s * t;
+  for (int64_t e = 0; e < value->num_elements(); ++e) {
+    int64_t i = (e % plane) / t, j = e % t;
+    if (keep(value->GetF64(e)) != (j <= i)) return false;
+  }
+  return true;
+}
+
+bool IsNegInf(const Node* node) {
+  return node->op() == OpKind::kConstant && IsConstantSplat(node, -std::numeric_limits<double>::infinity());
+}
+
+// Tries to match the pattern ending at `out` (a matmul). Returns the attention node or null.
+Node* Match(Graph& graph, Node* out) {
+  if (out->op() != OpKind::kMatmul) return nullptr;
+  Node* p = out->operand(0);
+  Node* v = out->operand(1);
+  if (p->op() != OpKind::kSoftmax || !SingleUse(graph, p)) return nullptr;
+  if (p->attrs().GetInt("axis") != static_cast<int64_t>(p->shape().size()) - 1) return nullptr;
+  Node* s = p->operand(0);
+  Node* additive_mask = nullptr;
+  Node* keep_mask = nullptr;  // bool, true = attend
+  if (s->op() == OpKind::kAdd && SingleUse(graph, s)) {
+    additive_mask = s->operand(1);
+    s = s->operand(0);
+  } else if (s->op() == OpKind::kWhere && SingleUse(graph, s) && IsNegInf(s->operand(2))) {
+    keep_mask = s->operand(0);
+    s = s->operand(1);
+  }
+  double scale = 1.0;
+  if ((s->op() == OpKind::kMul || s->op() == OpKind::kDiv) && SingleUse(graph, s)) {
+    std::optional<double> c = ScalarConstantValue(s->operand(1));
+    if (c && *c != 0) {
+      scale = s->op() == OpKind::kMul ? *c : 1.0 / *c;
+      s = s->operand(0);
+    }
+  }
+  if (s->op() != OpKind::kMatmul || !SingleUse(graph, s)) return nullptr;
+  Node* q = s->operand(0);
+  Node* kt = s->operand(1);
+  Rewriter rw(graph, out->name());
+  Node* k = SwapsLastTwo(kt) ? kt->operand(0) : nullptr;
+  int64_t rank = kt->shape().size();
+  if (k == nullptr) {
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    k = rw.Add(OpKind::kTranspose, {kt}, {{"perm", perm}});
+  }
+  int64_t seq = q->shape()[q->shape().size() - 2], keys = k->shape()[k->shape().size() - 2];
+  bool causal = false;
+  std::vector<Node*> operands = {q, k, v};
+  if (keep_mask != nullptr) {
+    if (IsCausalConstant(keep_mask, seq, keys, [](double x) { return x != 0; })) {
+      causal = true;
+    } else {
+      // masked_fill with a run-time mask: attend where true, i.e. additive 0 / -inf.
+      operands.push_back(rw.Add(OpKind::kWhere, {keep_mask, rw.Scalar(0.0, q->dtype()),
+                                                 rw.Scalar(-INFINITY, q->dtype())}));
+    }
+  } else if (additive_mask != nullptr) {
+    if (IsCausalConstant(additive_mask, seq, keys, [](double x) { return x == 0; })) {
+      causal = true;
+    } else {
+      operands.push_back(additive_mask);
+    }
+  }
+  Attributes attrs = {{"scale", scale}, {"causal", causal}};
+  absl::StatusOr<Node*> attention =
+      graph.AddNode(OpKind::kAttention, operands, attrs, graph.FreshName(out->name() + ".attention"));
+  if (!attention.ok() || (*attention)->shape() != out->shape() || (*attention)->dtype() != out->dtype()) {
+    return nullptr;  // shapes outside what attention takes (e.g. broadcast batch dims)
+  }
+  return *attention;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> MatchAttention::Run(Graph& graph) {
+  bool changed = false;
+  for (Node* node : graph.PostOrder()) {
+    Node* attention = Match(graph, node);
+    if (attention == nullptr) continue;
+    graph.ReplaceAllUsesWith(node, attention);
+    changed = true;
+  }
+  // Declined matches may leave helper nodes behind.
+  if (graph.RemoveDeadNodes() > 0) changed = true;
+  return changed;
+}
+
+}  // namespace kiln

@@ -1,0 +1,31 @@
+// match_attention: finds attention written out by hand or by an exporter and replaces it
+// with one attention op, which fusion turns into one tiled kernel that never stores the
+// S x T score matrix. The pattern, on composite softmax (so this runs before decompose):
+//   s = matmul(q, transpose(k))            (or matmul(q, kt) with kt already [.., D, T])
+//   s = s * c  |  s / c                    optional scalar-constant scale
+//   s = s + mask                           optional additive mask
+//     | where(keep, s, -inf)               optional boolean mask (masked_fill)
+//   p = softmax(s, last axis)
+//   y = matmul(p, v)
+// A constant mask that is lower-triangular (keep j <= i; additive 0 / -inf) becomes
+// causal = true; any other mask becomes the attention's additive mask operand. Every
+// intermediate must have no other user (otherwise S x T would still be materialised).
+#ifndef KILN_PASSES_MATCH_ATTENTION_H_
+#define KILN_PASSES_MATCH_ATTENTION_H_
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+class MatchAttention : public Pass {
+ public:
+  const char* name() const override { return "match_attention"; }
+  const char* summary() const override {
+    return "replace matmul-scale-mask-softmax-matmul chains with one attention op";
+  }
+  absl::StatusOr<bool> Run(Graph& graph) override;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_MATCH_ATTENTION_H_

@@ -1,0 +1,37 @@
+#include "passes/rewrite_util.h"
+
+#include "absl/strings/str_cat.h"
+#include "ir/base/status.h"
+
+namespace kiln {
+
+Node* Rewriter::Add(OpKind op, std::vector<Node*> operands, Attributes attrs) {
+  std::string name = graph_.FreshName(absl::StrCat(prefix_, ".", OpName(op)));
+  absl::StatusOr<Node*> node = graph_.AddNode(op, std::move(operands), std::move(attrs), name);
+  KILN_CHECK(node.ok()) << "rewrite built an invalid " << OpName(op) << ": " << node.status();
+  return *node;
+}
+
+Node* Rewriter::Scalar(double value, DType dtype) {
+  Tensor t(dtype, {});
+  t.SetF64(0, value);
+  absl::StatusOr<Node*> node = graph_.AddConstant(graph_.FreshName(absl::StrCat(prefix_, ".c")), t);
+  KILN_CHECK(node.ok()) << node.status();
+  return *node;
+}
+
+std::optional<double> ScalarConstantValue(const Node* node) {
+  if (node->op() != OpKind::kConstant || node->num_elements() != 1) return std::nullopt;
+  return node->value()->GetF64(0);
+}
+
+bool IsConstantSplat(const Node* node, double value) {
+  if (node->op() != OpKind::kConstant) return false;
+  const Tensor* t = node->value();
+  for (int64_t i = 0; i < t->num_elements(); ++i) {
+    if (t->GetF64(i) != value) return false;
+  }
+  return t->num_elements() > 0;
+}
+
+}  // namespace kiln

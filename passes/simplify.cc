@@ -1,0 +1,69 @@
+#include "passes/simplify.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "ir/base/status.h"
+#include "ir/interpreter.h"
+
+namespace kiln {
+
+absl::StatusOr<bool> ConstantFold::Run(Graph& graph) {
+  bool changed = false;
+  for (Node* node : graph.PostOrder()) {
+    if (node->category() == OpCategory::kLeaf || node->num_operands() == 0 ||
+        node->num_elements() > kMaxFoldedElements) {
+      continue;
+    }
+    bool all_constant = true;
+    for (Node* operand : node->operands()) all_constant &= operand->op() == OpKind::kConstant;
+    if (!all_constant) continue;
+    // Evaluate the node alone: a tiny graph of its constant operands and itself.
+    Graph tiny("fold");
+    std::vector<Node*> operands;
+    for (Node* operand : node->operands()) {
+      KILN_ASSIGN_OR_RETURN(Node * c, tiny.AddConstant(operand->name(), *operand->value()));
+      operands.push_back(c);
+    }
+    KILN_ASSIGN_OR_RETURN(Node * copy, tiny.AddNode(node->op(), operands, node->attrs(), "y"));
+    KILN_RETURN_IF_ERROR(tiny.AddOutput(copy));
+    absl::StatusOr<std::vector<Tensor>> value = Interpret(tiny, {});
+    if (!value.ok()) {
+      return absl::Status(value.status().code(),
+                          absl::StrCat("folding ", node->name(), ": ", value.status().message()));
+    }
+    KILN_ASSIGN_OR_RETURN(Node * folded,
+                          graph.AddConstant(graph.FreshName(node->name() + ".folded"), (*value)[0]));
+    graph.ReplaceAllUsesWith(node, folded);
+    changed = true;
+  }
+  if (changed) graph.RemoveDeadNodes();
+  return changed;
+}
+
+absl::StatusOr<bool> Cse::Run(Graph& graph) {
+  // Key: op, operand ids, attributes text, and for constants dtype + shape + bytes.
+  std::map<std::string, Node*> seen;
+  bool changed = false;
+  for (Node* node : graph.PostOrder()) {
+    if (node->op() == OpKind::kInput) continue;
+    std::string key = absl::StrCat(OpName(node->op()), "|", node->attrs().ToString(), "|",
+                                   DTypeName(node->dtype()), ShapeToString(node->shape()));
+    for (Node* operand : node->operands()) absl::StrAppend(&key, "|", operand->id());
+    if (const Tensor* t = node->value()) {
+      key.append(reinterpret_cast<const char*>(t->data()), t->num_bytes());
+    }
+    auto [it, inserted] = seen.emplace(std::move(key), node);
+    if (inserted) continue;
+    graph.ReplaceAllUsesWith(node, it->second);
+    changed = true;
+  }
+  if (changed) graph.RemoveDeadNodes();
+  return changed;
+}
+
+absl::StatusOr<bool> Dce::Run(Graph& graph) { return graph.RemoveDeadNodes() > 0; }
+
+}  // namespace kiln
