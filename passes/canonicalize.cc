@@ -108,6 +108,7 @@ Node* Rewrite(Graph& graph, Node* node) {
 
 absl::StatusOr<bool> Canonicalize::Run(Graph& graph) {
   bool changed = false;
+  Replacements replacements;
   for (bool again = true; again;) {
     again = false;
     for (Node* node : graph.PostOrder()) {
@@ -120,13 +121,12 @@ absl::StatusOr<bool> Canonicalize::Run(Graph& graph) {
       if (replacement->shape() != node->shape() || replacement->dtype() != node->dtype()) {
         continue;  // a rule built something of another type (e.g. broadcasting); leave it dead
       }
-      graph.ReplaceAllUsesWith(node, replacement);
+      replacements.Replace(graph, node, replacement);
       changed = again = true;
     }
-    if (again) graph.RemoveDeadNodes();
+    // Also removes nodes a rule built and then declined.
+    if (replacements.Finish(graph)) changed = true;
   }
-  // Rules that built a node and then declined it leave it dead.
-  if (graph.RemoveDeadNodes() > 0) changed = true;
   return changed;
 }
 

@@ -123,15 +123,16 @@ Node* Decompose1(Graph& graph, Node* node) {
 
 absl::StatusOr<bool> Decompose::Run(Graph& graph) {
   bool changed = false;
+  Replacements replacements;
   for (Node* node : graph.PostOrder()) {
     Node* replacement = Decompose1(graph, node);
     if (replacement == nullptr) continue;
     KILN_CHECK(replacement->shape() == node->shape() && replacement->dtype() == node->dtype())
         << "decomposition of " << node->ToString() << " built " << replacement->ToString();
-    graph.ReplaceAllUsesWith(node, replacement);
+    replacements.Replace(graph, node, replacement);
     changed = true;
   }
-  if (changed) graph.RemoveDeadNodes();
+  replacements.Finish(graph);
   return changed;
 }
 

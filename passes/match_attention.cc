@@ -116,14 +116,15 @@ Node* Match(Graph& graph, Node* out) {
 
 absl::StatusOr<bool> MatchAttention::Run(Graph& graph) {
   bool changed = false;
+  Replacements replacements;
   for (Node* node : graph.PostOrder()) {
     Node* attention = Match(graph, node);
     if (attention == nullptr) continue;
-    graph.ReplaceAllUsesWith(node, attention);
+    replacements.Replace(graph, node, attention);
     changed = true;
   }
   // Declined matches may leave helper nodes behind.
-  if (graph.RemoveDeadNodes() > 0) changed = true;
+  if (replacements.Finish(graph)) changed = true;
   return changed;
 }
 

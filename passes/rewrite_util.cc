@@ -20,6 +20,21 @@ Node* Rewriter::Scalar(double value, DType dtype) {
   return *node;
 }
 
+void Replacements::Replace(Graph& graph, Node* node, Node* replacement) {
+  graph.ReplaceAllUsesWith(node, replacement);
+  if (replacement->id() > node->id()) renames_.push_back({replacement->name(), node->name()});
+}
+
+bool Replacements::Finish(Graph& graph) {
+  bool removed = graph.RemoveDeadNodes() > 0;
+  for (const auto& [from, to] : renames_) {
+    Node* n = graph.FindNode(from);
+    if (n != nullptr && graph.FindNode(to) == nullptr) KILN_CHECK_OK(graph.Rename(n, to));
+  }
+  renames_.clear();
+  return removed;
+}
+
 std::optional<double> ScalarConstantValue(const Node* node) {
   if (node->op() != OpKind::kConstant || node->num_elements() != 1) return std::nullopt;
   return node->value()->GetF64(0);

@@ -26,6 +26,19 @@ class Rewriter {
   std::string prefix_;
 };
 
+// Replaces `node` by `replacement` everywhere. When `replacement` was built by the rewrite
+// (it is newer than `node`), it inherits `node`'s name once the old node is gone, so dumps
+// keep the user's names: call FinishReplacements after RemoveDeadNodes.
+class Replacements {
+ public:
+  void Replace(Graph& graph, Node* node, Node* replacement);
+  // Removes dead nodes, then renames the surviving replacements. Returns whether any node died.
+  bool Finish(Graph& graph);
+
+ private:
+  std::vector<std::pair<std::string, std::string>> renames_;  // replacement name -> old name
+};
+
 // The value of a constant with exactly one element (any shape), else nullopt.
 std::optional<double> ScalarConstantValue(const Node* node);
 // True if `node` is a constant whose every element equals `value`.

@@ -7,11 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "ir/base/status.h"
 #include "ir/interpreter.h"
+#include "passes/rewrite_util.h"
 
 namespace kiln {
 
 absl::StatusOr<bool> ConstantFold::Run(Graph& graph) {
   bool changed = false;
+  Replacements replacements;
   for (Node* node : graph.PostOrder()) {
     if (node->category() == OpCategory::kLeaf || node->num_operands() == 0 ||
         node->num_elements() > kMaxFoldedElements) {
@@ -36,10 +38,10 @@ absl::StatusOr<bool> ConstantFold::Run(Graph& graph) {
     }
     KILN_ASSIGN_OR_RETURN(Node * folded,
                           graph.AddConstant(graph.FreshName(node->name() + ".folded"), (*value)[0]));
-    graph.ReplaceAllUsesWith(node, folded);
+    replacements.Replace(graph, node, folded);
     changed = true;
   }
-  if (changed) graph.RemoveDeadNodes();
+  replacements.Finish(graph);
   return changed;
 }
 

@@ -110,6 +110,16 @@ std::vector<std::string> Names(const std::vector<Node*>& nodes) {
   return out;
 }
 
+// A merge pays when it saves time. Folding a view (a reshape, no kernel) into a neighbour
+// saves nothing by itself but lets the neighbour meet what lies beyond the view, so it is
+// taken when it costs nothing.
+bool Profitable(const FusionRecord& r) {
+  constexpr double kEpsilonUs = 1e-9;
+  if (r.saved_us() > kEpsilonUs) return true;
+  bool view = r.producer_kind == "view" || r.consumer_kind == "view";
+  return view && r.saved_us() > -kEpsilonUs;
+}
+
 struct Candidate {
   FusionRecord record;
   std::vector<int> consumers;  // recompute: every consumer
@@ -130,14 +140,18 @@ Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, 
   rec.producer_kind = RegionKindName(rp.kind);
   rec.consumer_kind = RegionKindName(rc.kind);
   cand.consumers = {c};
-  FusionDecision decision = CanMerge(rp, rc, merged);
+  FusionDecision decision =
+      state.CreatesCycle(p, c)
+          ? FusionDecision::Forbid("cycle", "the consumer also reads the producer through another "
+                                            "region; merging would create a cycle")
+          : CanMerge(rp, rc, merged);
   rec.rule = decision.rule();
   rec.reason = decision.reason();
   rec.unfused_us = EstimateRunTime(rp, device).total_us + EstimateRunTime(rc, device).total_us;
   rec.fused_terms = EstimateRunTime(merged, device);
   rec.fused_us = rec.fused_terms.total_us;
   cand.allowed = decision.ok();
-  rec.verdict = !decision.ok() ? "refuse" : rec.fused_us < rec.unfused_us ? "fuse" : "unprofitable";
+  rec.verdict = !decision.ok() ? "refuse" : Profitable(rec) ? "fuse" : "unprofitable";
   return cand;
 }
 
@@ -186,7 +200,7 @@ std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSp
     }
     cand.consumers.push_back(c);
   }
-  rec.verdict = !cand.allowed ? "refuse" : rec.fused_us < rec.unfused_us ? "fuse" : "unprofitable";
+  rec.verdict = !cand.allowed ? "refuse" : Profitable(rec) ? "fuse" : "unprofitable";
   return cand;
 }
 
@@ -283,7 +297,7 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
     const Candidate* best = nullptr;
     for (const std::string& key : live_keys) {
       const Candidate& cand = priced.at(key);
-      if (!cand.allowed || cand.record.saved_us() <= 0) continue;
+      if (!cand.allowed || !Profitable(cand.record)) continue;
       if (best != nullptr && cand.record.saved_us() <= best->record.saved_us()) continue;
       if (cand.record.mode == "merge" && state.CreatesCycle(cand.record.producer_id, cand.record.consumer_id)) {
         FusionRecord rec = cand.record;

@@ -1,0 +1,101 @@
+// canonicalize: each case states one rewrite; IR text in, CHECK lines out.
+#include "passes/canonicalize.h"
+
+#include "tests/passes/pass_test_util.h"
+#include "tests/testing/filecheck.h"
+
+namespace kiln {
+namespace {
+
+using testing::Parse;
+using testing::RunPass;
+
+std::string Canon(const std::string& text, bool expect_change = true) {
+  auto g = Parse(text);
+  if (!g) return "";
+  Canonicalize pass;
+  EXPECT_EQ(RunPass(pass, *g), expect_change);
+  return PrintGraph(*g);
+}
+
+TEST(CanonicalizeTest, NegativeReductionAxesBecomePositiveAndSorted) {
+  EXPECT_TRUE(FileCheck(Canon(R"(graph g(x: f32[2,3,4]) {
+    r: f32[2] = reduce_sum(x) {axes = [-1, 1], keep_dims = false}
+    return r
+  })"), "CHECK: reduce_sum(x) {axes = [1, 2], keep_dims = false}"));
+}
+
+TEST(CanonicalizeTest, SoftmaxAxisIsNormalised) {
+  EXPECT_TRUE(FileCheck(Canon(R"(graph g(x: f32[2,3]) {
+    s: f32[2,3] = softmax(x) {axis = -1}
+    return s
+  })"), "CHECK: softmax(x) {axis = 1}"));
+}
+
+TEST(CanonicalizeTest, NoOpLayoutAndCastFoldAway) {
+  std::string out = Canon(R"(graph g(x: f32[2,3]) {
+    a: f32[2,3] = reshape(x) {shape = [2, 3]}
+    b: f32[2,3] = cast(a) {dtype = "f32"}
+    c: f32[2,3] = transpose(b) {perm = [0, 1]}
+    d: f32[2,3] = broadcast_to(c) {shape = [2, 3]}
+    e: f32[2,3] = exp(d)
+    return e
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK-NOT: reshape
+    CHECK-NOT: cast
+    CHECK: exp(x)
+  )")) << out;
+}
+
+TEST(CanonicalizeTest, ReshapeChainsAndTransposePairsCompose) {
+  std::string out = Canon(R"(graph g(x: f32[2,3,4]) {
+    a: f32[6,4] = reshape(x) {shape = [6, 4]}
+    b: f32[24] = reshape(a) {shape = [-1]}
+    t: f32[4,3,2] = transpose(x) {perm = [2, 1, 0]}
+    u: f32[2,3,4] = transpose(t) {perm = [2, 1, 0]}
+    e: f32[2,3,4] = exp(u)
+    return b, e
+  })");
+  EXPECT_TRUE(FileCheck(out, "CHECK: f32[24] = reshape(x) {shape = [24]}")) << out;
+  EXPECT_TRUE(FileCheck(out, "CHECK: exp(x)")) << out;
+  EXPECT_TRUE(FileCheck(out, "CHECK-NOT: transpose")) << out;
+}
+
+TEST(CanonicalizeTest, ExporterSpellingsOfNormsBecomeMulAndRsqrt) {
+  // Pow(x, 2) and Div(a, Sqrt(b)), as torch's exporter writes RMSNorm below opset 23.
+  std::string out = Canon(R"(graph g(x: f32[4,8]) {
+    two: f32[] = constant() {data = [2]}
+    sq: f32[4,8] = pow(x, two)
+    ms: f32[4,1] = reduce_mean(sq) {axes = [1], keep_dims = true}
+    s: f32[4,1] = sqrt(ms)
+    y: f32[4,8] = div(x, s)
+    return y
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: mul(x, x)
+    CHECK: rsqrt(ms)
+    CHECK: mul(x,
+    CHECK-NOT: pow(
+    CHECK-NOT: div(
+  )")) << out;
+}
+
+TEST(CanonicalizeTest, ReciprocalOfSqrtBecomesRsqrt) {
+  EXPECT_TRUE(FileCheck(Canon(R"(graph g(x: f32[4]) {
+    s: f32[4] = sqrt(x)
+    r: f32[4] = reciprocal(s)
+    return r
+  })"), "CHECK: rsqrt(x)"));
+}
+
+TEST(CanonicalizeTest, CanonicalGraphIsAFixedPoint) {
+  Canon(R"(graph g(x: f32[4,8]) {
+    e: f32[4,8] = exp(x)
+    r: f32[4] = reduce_sum(e) {axes = [1], keep_dims = false}
+    return r
+  })", /*expect_change=*/false);
+}
+
+}  // namespace
+}  // namespace kiln

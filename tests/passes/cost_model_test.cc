@@ -1,0 +1,100 @@
+// The cost model on the fixed h100 spec, against hand-computed numbers.
+#include "passes/cost/cost_model.h"
+
+#include "tests/passes/pass_test_util.h"
+
+namespace kiln {
+namespace {
+
+Region Whole(const Graph& g) {
+  std::vector<Node*> nodes;
+  for (Node* n : g.PostOrder()) {
+    if (n->category() != OpCategory::kLeaf) nodes.push_back(n);
+  }
+  return DescribeRegion(0, nodes, g, g.PostOrder());
+}
+
+TEST(DeviceSpecTest, NamedSpecsAndUnknownName) {
+  ASSERT_TRUE(NamedDeviceSpec("h100").ok());
+  EXPECT_EQ(NamedDeviceSpec("h100")->sm_count, 132);
+  EXPECT_GT(NamedDeviceSpec("h200")->dram_bytes_per_us, NamedDeviceSpec("h100")->dram_bytes_per_us);
+  auto bad = NamedDeviceSpec("a100");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("h100, h200"), std::string::npos);
+}
+
+TEST(CostModelTest, PointwiseAddIsBandwidthPlusLaunch) {
+  auto g = testing::Parse(R"(graph g(a: f32[1024,1024], b: f32[1024,1024]) {
+    c: f32[1024,1024] = add(a, b)
+    return c
+  })");
+  RunTimeEstimate e = EstimateRunTime(Whole(*g), H100Spec());
+  EXPECT_EQ(e.bytes_read, 8 << 20);
+  EXPECT_EQ(e.bytes_written, 4 << 20);
+  EXPECT_DOUBLE_EQ(e.flops, 1 << 20);
+  // 12 MiB at 3.0e6 B/us = 4.194304 us; compute 1 Mflop at 60e6 flop/us is far below it.
+  EXPECT_NEAR(e.memory_us, 4.194304, 1e-9);
+  EXPECT_NEAR(e.total_us, 4.194304 + 3.0, 1e-9);
+}
+
+TEST(CostModelTest, ScalarConstantsReadNothingAndBroadcastOperandsAreReadOnce) {
+  auto g = testing::Parse(R"(graph g(x: bf16[256,512], b: bf16[512]) {
+    h: bf16[] = constant() {data = [0.5]}
+    t: bf16[256,512] = add(x, b)
+    y: bf16[256,512] = mul(t, h)
+    return y
+  })");
+  RunTimeEstimate e = EstimateRunTime(Whole(*g), H100Spec());
+  EXPECT_EQ(e.bytes_read, 256 * 512 * 2 + 512 * 2);
+  EXPECT_EQ(e.bytes_written, 256 * 512 * 2);
+}
+
+TEST(CostModelTest, MatmulIsPricedAtTheMatmulRate) {
+  auto g = testing::Parse(R"(graph g(a: bf16[4096,4096], b: bf16[4096,4096]) {
+    c: bf16[4096,4096] = matmul(a, b)
+    return c
+  })");
+  RunTimeEstimate e = EstimateRunTime(Whole(*g), H100Spec());
+  double flops = 2.0 * 4096 * 4096 * 4096;
+  EXPECT_DOUBLE_EQ(e.flops, flops);
+  EXPECT_NEAR(e.compute_us, flops / 798e6, 1e-6);
+  EXPECT_GT(e.compute_us, e.memory_us);
+}
+
+TEST(CostModelTest, RowThatFitsIsOnePassRowThatDoesNotIsTwo) {
+  const char* kTemplate = R"(graph g(x: f32[64,%d]) {
+    m: f32[64,1] = reduce_max(x) {axes = [1], keep_dims = true}
+    d: f32[64,%d] = sub(x, m)
+    e: f32[64,%d] = exp(d)
+    s: f32[64,1] = reduce_sum(e) {axes = [1], keep_dims = true}
+    y: f32[64,%d] = div(e, s)
+    return y
+  })";
+  char text[1024];
+  for (int n : {8192, 128256}) {
+    std::snprintf(text, sizeof(text), kTemplate, n, n, n, n);
+    auto g = testing::Parse(text);
+    Region r = Whole(*g);
+    ASSERT_EQ(r.kind, RegionKind::kRowReduction);
+    EXPECT_EQ(r.rows, 64);
+    EXPECT_EQ(r.row_length, n);
+    RunTimeEstimate e = EstimateRunTime(r, H100Spec());
+    bool fits = n <= H100Spec().RowBudgetValues();
+    EXPECT_EQ(e.row_on_chip, fits);
+    EXPECT_EQ(e.passes, fits ? 1 : 2);
+    EXPECT_EQ(e.bytes_read, int64_t{64} * n * 4 * e.passes);
+  }
+}
+
+TEST(CostModelTest, ViewsCostNothing) {
+  auto g = testing::Parse(R"(graph g(x: f32[4,8]) {
+    r: f32[32] = reshape(x) {shape = [32]}
+    return r
+  })");
+  Region r = Whole(*g);
+  EXPECT_EQ(r.kind, RegionKind::kView);
+  EXPECT_EQ(EstimateRunTime(r, H100Spec()).total_us, 0);
+}
+
+}  // namespace
+}  // namespace kiln

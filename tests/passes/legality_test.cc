@@ -1,0 +1,169 @@
+// Each fusion legality rule, shown by a small graph whose ledger must hold a refusal (or an
+// acceptance) under that rule.
+#include "passes/fusion/legality.h"
+
+#include "passes/fusion/priority_fusion.h"
+#include "tests/passes/pass_test_util.h"
+
+namespace kiln {
+namespace {
+
+struct Plan {
+  std::unique_ptr<Graph> graph;
+  FusionPlan plan;
+};
+
+Plan PlanText(const std::string& text) {
+  Plan p;
+  p.graph = testing::Parse(text);
+  if (!p.graph) return p;
+  auto plan = PlanFusion(*p.graph, H100Spec());
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (plan.ok()) p.plan = *plan;
+  return p;
+}
+
+// The first record with `rule`, or null.
+const FusionRecord* FindRule(const FusionPlan& plan, const std::string& rule) {
+  for (const FusionRecord& r : plan.records) {
+    if (r.rule == rule) return &r;
+  }
+  return nullptr;
+}
+
+void ExpectRefused(const std::string& text, const std::string& rule, const std::string& phrase) {
+  Plan p = PlanText(text);
+  const FusionRecord* r = FindRule(p.plan, rule);
+  ASSERT_NE(r, nullptr) << "no decision under rule " << rule;
+  EXPECT_TRUE(r->verdict == "refuse" || r->verdict == "cycle") << r->verdict;
+  EXPECT_NE(r->reason.find(phrase), std::string::npos) << r->reason;
+}
+
+TEST(LegalityTest, MergeThatWouldCreateACycleIsRefused) {
+  ExpectRefused(R"(graph g(x: f32[64,64], w: f32[64,64]) {
+    a: f32[64,64] = exp(x)
+    m: f32[64,64] = matmul(a, w)
+    y: f32[64,64] = mul(a, m)
+    return y
+  })", "cycle", "would create a cycle");
+}
+
+TEST(LegalityTest, ComputeIntoAMatmulIsRefused) {
+  ExpectRefused(R"(graph g(x: f32[64,64], w: f32[64,64]) {
+    a: f32[64,64] = exp(x)
+    m: f32[64,64] = matmul(a, w)
+    return m
+  })", "consumer-matmul", "consumer is a matmul");
+}
+
+TEST(LegalityTest, MatmulEpilogueTakesBiasButNotExp) {
+  Plan p = PlanText(R"(graph g(x: bf16[256,256], w: bf16[256,256], b: bf16[256]) {
+    m: bf16[256,256] = matmul(x, w)
+    t: bf16[256,256] = add(m, b)
+    y: bf16[256,256] = exp(t)
+    return y
+  })");
+  const FusionRecord* ok = nullptr;
+  for (const FusionRecord& r : p.plan.records) {
+    if (r.event == "fuse" && r.rule == "matmul-epilogue") ok = &r;
+  }
+  ASSERT_NE(ok, nullptr) << "bias add was not folded into the matmul";
+  const FusionRecord* refused = FindRule(p.plan, "matmul-epilogue");
+  bool saw_exp_refusal = false;
+  for (const FusionRecord& r : p.plan.records) {
+    saw_exp_refusal |= r.rule == "matmul-epilogue" && r.verdict == "refuse" &&
+                       r.reason.find("exp") != std::string::npos;
+  }
+  EXPECT_TRUE(refused != nullptr && saw_exp_refusal);
+  EXPECT_EQ(p.plan.num_kernels(), 2);
+}
+
+TEST(LegalityTest, TwoMatmulsStayTwoCalls) {
+  ExpectRefused(R"(graph g(x: f32[64,64], w: f32[64,64]) {
+    a: f32[64,64] = matmul(x, w)
+    b: f32[64,64] = matmul(a, w)
+    return b
+  })", "matmul-matmul", "two matmuls");
+}
+
+TEST(LegalityTest, AttentionAbsorbsLayoutButNotCompute) {
+  Plan p = PlanText(R"(graph g(x: bf16[128,4,64], k: bf16[4,128,64], v: bf16[4,128,64]) {
+    q: bf16[4,128,64] = transpose(x) {perm = [1, 0, 2]}
+    a: bf16[4,128,64] = attention(q, k, v) {causal = true, scale = 0.0}
+    y: bf16[4,128,64] = exp(a)
+    return y
+  })");
+  const FusionRecord* layout = FindRule(p.plan, "attention-layout");
+  ASSERT_NE(layout, nullptr);
+  EXPECT_EQ(layout->verdict, "fuse");
+  const FusionRecord* compute = FindRule(p.plan, "attention-compute");
+  ASSERT_NE(compute, nullptr);
+  EXPECT_EQ(compute->verdict, "refuse");
+  EXPECT_EQ(p.plan.num_kernels(), 2);
+}
+
+TEST(LegalityTest, ReductionsOverDifferentRowsAreRefused) {
+  ExpectRefused(R"(graph g(x: f32[64,128]) {
+    s: f32[64] = reduce_sum(x) {axes = [1], keep_dims = false}
+    e: f32[64] = exp(s)
+    t: f32[8,8] = reshape(e) {shape = [8, 8]}
+    u: f32[8] = reduce_max(t) {axes = [1], keep_dims = false}
+    return u
+  })", "row-space", "does not share the row space");
+}
+
+TEST(LegalityTest, TransposeInsideARowKernelIsRefused) {
+  ExpectRefused(R"(graph g(x: f32[64,64]) {
+    t: f32[64,64] = transpose(x) {perm = [1, 0]}
+    s: f32[64] = reduce_sum(t) {axes = [1], keep_dims = false}
+    return s
+  })", "row-layout", "reorder the row");
+}
+
+TEST(LegalityTest, TwoColumnReductionsAreRefused) {
+  ExpectRefused(R"(graph g(x: f32[64,32,16]) {
+    s: f32[32,16] = reduce_sum(x) {axes = [0], keep_dims = false}
+    u: f32[16] = reduce_max(s) {axes = [0], keep_dims = false}
+    return u
+  })", "other-reduction", "not another reduction");
+}
+
+TEST(LegalityTest, SmallProducerReadElsewhereIsNotWrittenFromABroadcastLoop) {
+  ExpectRefused(R"(graph g(x: f32[256,256], b: f32[256]) {
+    e: f32[256] = exp(b)
+    y: f32[256,256] = add(x, e)
+    return y, e
+  })", "broadcast-output", "broadcast loop");
+}
+
+TEST(LegalityTest, CheapProducerWithTwoConsumersIsRecomputedInBoth) {
+  Plan p = PlanText(R"(graph g(x: f32[1024,1024], w: f32[1024,1024]) {
+    a: f32[1024,1024] = neg(x)
+    m1: f32[1024,1024] = matmul(w, w)
+    u: f32[1024,1024] = add(a, m1)
+    m2: f32[1024,1024] = matmul(u, w)
+    v: f32[1024,1024] = mul(a, m2)
+    return v
+  })");
+  bool priced = false;
+  for (const FusionRecord& r : p.plan.records) priced |= r.mode == "recompute";
+  EXPECT_TRUE(priced) << "the recompute alternative was never priced";
+}
+
+TEST(LegalityTest, UnprofitableMergesAreRecordedWithTheirPrices) {
+  // A tiny producer of a huge consumer through broadcast: merging reads nothing less.
+  Plan p = PlanText(R"(graph g(x: f32[4096,4096]) {
+    s: f32[4096] = reduce_sum(x) {axes = [1], keep_dims = false}
+    t: f32[4096,4096] = transpose(x) {perm = [1, 0]}
+    y: f32[4096,4096] = add(t, s)
+    return y
+  })");
+  for (const FusionRecord& r : p.plan.records) {
+    if (r.event == "stop" || r.verdict == "fuse") continue;
+    EXPECT_FALSE(r.rule.empty());
+    EXPECT_GT(r.unfused_us, 0);
+  }
+}
+
+}  // namespace
+}  // namespace kiln

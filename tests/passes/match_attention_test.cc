@@ -1,0 +1,81 @@
+// match_attention: hand-written attention (matmul, scale, mask, softmax, matmul) becomes one
+// attention op; a lower-triangular constant mask becomes causal; other uses block the match.
+#include "passes/match_attention.h"
+
+#include "tests/passes/pass_test_util.h"
+#include "tests/testing/filecheck.h"
+
+namespace kiln {
+namespace {
+
+using testing::Parse;
+using testing::RunPass;
+
+constexpr char kScaledMasked[] = R"(graph g(q: f32[1,2,3,4], k: f32[1,2,3,4], v: f32[1,2,3,4], m: f32[1,1,3,3]) {
+    kt: f32[1,2,4,3] = transpose(k) {perm = [0, 1, 3, 2]}
+    s: f32[1,2,3,3] = matmul(q, kt)
+    c: f32[] = constant() {data = [2]}
+    ss: f32[1,2,3,3] = div(s, c)
+    sm: f32[1,2,3,3] = add(ss, m)
+    p: f32[1,2,3,3] = softmax(sm) {axis = 3}
+    y: f32[1,2,3,4] = matmul(p, v)
+    return y
+  })";
+
+TEST(MatchAttentionTest, ScaledMaskedChainBecomesOneAttentionOp) {
+  auto g = Parse(kScaledMasked);
+  MatchAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  std::string out = PrintGraph(*g);
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: attention(q, k, v, m) {causal = false, scale = 0.5}
+    CHECK-NOT: softmax
+    CHECK-NOT: matmul
+  )")) << out;
+}
+
+TEST(MatchAttentionTest, LowerTriangularBooleanMaskBecomesCausal) {
+  auto g = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]) {
+    kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
+    s: f32[2,3,3] = matmul(q, kt)
+    keep: bool[3,3] = constant() {data = [1, 0, 0, 1, 1, 0, 1, 1, 1]}
+    ninf: f32[] = constant() {data = [-inf]}
+    sm: f32[2,3,3] = where(keep, s, ninf)
+    p: f32[2,3,3] = softmax(sm) {axis = 2}
+    y: f32[2,3,4] = matmul(p, v)
+    return y
+  })");
+  MatchAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: attention(q, k, v) {causal = true, scale = 1.0}"));
+}
+
+TEST(MatchAttentionTest, ProbabilitiesUsedElsewhereBlockTheMatch) {
+  auto g = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]) {
+    kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
+    s: f32[2,3,3] = matmul(q, kt)
+    p: f32[2,3,3] = softmax(s) {axis = 2}
+    y: f32[2,3,4] = matmul(p, v)
+    return y, p
+  })");
+  MatchAttention pass;
+  EXPECT_FALSE(RunPass(pass, *g));
+}
+
+TEST(MatchAttentionTest, PreTransposedKeysGetAnExplicitTranspose) {
+  auto g = Parse(R"(graph g(q: f32[2,3,4], kt: f32[2,4,5], v: f32[2,5,4]) {
+    s: f32[2,3,5] = matmul(q, kt)
+    p: f32[2,3,5] = softmax(s) {axis = 2}
+    y: f32[2,3,4] = matmul(p, v)
+    return y
+  })");
+  MatchAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  EXPECT_TRUE(FileCheck(PrintGraph(*g), R"(
+    CHECK: transpose(kt) {perm = [0, 2, 1]}
+    CHECK: attention(q,
+  )"));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,99 @@
+// The pipeline, not the passes, disables, verifies, dumps and observes.
+#include "passes/pass_pipeline.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tests/passes/pass_test_util.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kSoftmax[] = R"(graph g(x: f32[4,8]) {
+  s: f32[4,8] = softmax(x) {axis = -1}
+  return s
+})";
+
+TEST(PassPipelineTest, DefaultPipelineDecomposesAndRecordsEveryPass) {
+  auto g = testing::Parse(kSoftmax);
+  DebugOptions options;
+  auto records = DefaultPipeline().Run(*g, options);
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_GE(records->size(), 5u);
+  EXPECT_EQ((*records)[0].name, "canonicalize");
+  bool decomposed = false;
+  for (const PassRecord& r : *records) decomposed |= r.name == "decompose" && r.changed;
+  EXPECT_TRUE(decomposed);
+  EXPECT_EQ(PrintGraph(*g).find("softmax("), std::string::npos);
+  EXPECT_NE(PrintGraph(*g).find("return s\n"), std::string::npos) << "the output keeps its name";
+}
+
+TEST(PassPipelineTest, DisabledPassDoesNotRun) {
+  auto g = testing::Parse(kSoftmax);
+  DebugOptions options;
+  options.disabled_passes = {"decompose"};
+  auto records = DefaultPipeline().Run(*g, options);
+  ASSERT_TRUE(records.ok());
+  for (const PassRecord& r : *records) {
+    if (r.name == "decompose") EXPECT_FALSE(r.ran);
+  }
+  EXPECT_NE(PrintGraph(*g).find("softmax("), std::string::npos);
+}
+
+TEST(PassPipelineTest, ObserverSeesTheGraphAfterEachPass) {
+  auto g = testing::Parse(kSoftmax);
+  std::vector<std::string> seen;
+  std::string after_decompose;
+  auto records = DefaultPipeline().Run(*g, DebugOptions{}, [&](const PassRecord& r, const Graph& graph) {
+    seen.push_back(r.name);
+    if (r.name == "decompose") after_decompose = PrintGraph(graph);
+  });
+  ASSERT_TRUE(records.ok());
+  EXPECT_EQ(seen.size(), records->size());
+  EXPECT_NE(after_decompose.find("reduce_max"), std::string::npos);
+}
+
+TEST(PassPipelineTest, DumpWritesOneFilePerChangingPass) {
+  std::string dir = ::testing::TempDir() + "/kiln_pipeline_dump";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto g = testing::Parse(kSoftmax);
+  DebugOptions options;
+  options.dump = {DumpKind::kPasses};
+  options.dump_dir = dir;
+  ASSERT_TRUE(DefaultPipeline().Run(*g, options).ok());
+  int files = 0;
+  bool decompose_file = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    decompose_file |= entry.path().filename().string().find("decompose") != std::string::npos;
+  }
+  EXPECT_GE(files, 2);
+  EXPECT_TRUE(decompose_file);
+}
+
+TEST(DebugOptionsTest, UnknownDumpNameIsAnErrorListingValidNames) {
+  setenv("KILN_DUMP", "passes,bogus", 1);
+  auto options = DebugOptionsFromEnv();
+  unsetenv("KILN_DUMP");
+  ASSERT_FALSE(options.ok());
+  EXPECT_NE(options.status().message().find("bogus"), std::string::npos);
+  EXPECT_NE(options.status().message().find("ledger"), std::string::npos);
+}
+
+TEST(DebugOptionsTest, FuelAndDisabledPassesAreParsed) {
+  setenv("KILN_FUSION_FUEL", "3", 1);
+  setenv("KILN_DISABLE_PASSES", "cse, dce", 1);
+  auto options = DebugOptionsFromEnv();
+  unsetenv("KILN_FUSION_FUEL");
+  unsetenv("KILN_DISABLE_PASSES");
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->fusion_fuel, 3);
+  EXPECT_EQ(options->disabled_passes.count("dce"), 1u);
+  setenv("KILN_FUSION_FUEL", "-1", 1);
+  EXPECT_FALSE(DebugOptionsFromEnv().ok());
+  unsetenv("KILN_FUSION_FUEL");
+}
+
+}  // namespace
+}  // namespace kiln
