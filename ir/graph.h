@@ -49,6 +49,7 @@ class Node {
 
  private:
   friend class Graph;
+  friend class GraphTestPeer;  // tests/ir: builds malformed graphs for the verifier tests
   Node() = default;
 
   int id_ = -1;
@@ -118,6 +119,7 @@ class Graph {
   std::unique_ptr<Graph> Clone() const;
 
  private:
+  friend class GraphTestPeer;  // tests/ir: builds malformed graphs for the verifier tests
   absl::StatusOr<Node*> Insert(std::unique_ptr<Node> node);
   void Detach(Node* node);
 

@@ -127,6 +127,10 @@ const std::vector<AttrSpec>& AttrSpecsFor(OpKind kind) {
       {"starts", AttrType::kInts, std::nullopt, "first index per axis (negative counts from the end)"},
       {"ends", AttrType::kInts, std::nullopt, "one past the last index per axis, clamped"},
       {"steps", AttrType::kInts, AttrValue(V{}), "stride per axis (> 0); empty means all 1"}};
+  static const std::vector<AttrSpec> kIota = {
+      {"shape", AttrType::kInts, std::nullopt, "the output shape"},
+      {"axis", AttrType::kInt, AttrValue(int64_t{-1}), "the axis whose index is the value"},
+      {"dtype", AttrType::kString, AttrValue(std::string("i64")), "the output dtype"}};
   static const std::vector<AttrSpec> kAxisZero = {
       {"axis", AttrType::kInt, AttrValue(int64_t{0}), "the axis"}};
 
@@ -142,6 +146,7 @@ const std::vector<AttrSpec>& AttrSpecsFor(OpKind kind) {
     case OpKind::kCast: return kCast;
     case OpKind::kReshape: case OpKind::kBroadcastTo: return kShape;
     case OpKind::kTranspose: return kTranspose;
+    case OpKind::kIota: return kIota;
     case OpKind::kSlice: return kSlice;
     case OpKind::kConcat: case OpKind::kGather: return kAxisZero;
     default: return kNone;

@@ -5,13 +5,18 @@
 //     c: f32[] = constant() {data = [0.5]}
 //     t: bf16[16384,8192] = add(x, b)
 //     y: bf16[16384,8192] = gelu_tanh(t)
-//     s: f32[4] = reduce_sum(x) {axes = [1], keep_dims = false}
+//     s: bf16[16384] = reduce_sum(x) {axes = [1], keep_dims = false}
 //     return y, t as h
 //   }
 //
-// A constant prints its data as a flat row-major list in its own dtype (floats with enough
-// digits to round-trip exactly, bool as 0/1); `return` lists outputs, with `as NAME` where
-// the output's name differs from its node's.
+// One node per line: `name: dtype[shape] = op(operands) {attrs}`, the attribute block left
+// out when empty and written by Attributes::ToString() (defaults included, keys sorted). The
+// header lists the graph inputs in inputs() order; they appear nowhere else. A graph name that
+// is not an identifier is quoted. A constant prints its data as a flat row-major list in its
+// own dtype, in the shortest form that reads back to the same bits (f32 with at most 9
+// significant digits, f16/bf16 as their float value, nan/inf/-inf by name, integers exactly,
+// bool as 0/1). `return` lists the outputs in order, with `as NAME` where the output's name
+// differs from its node's; a graph without outputs prints a bare `return`.
 #ifndef KILN_IR_PRINTER_H_
 #define KILN_IR_PRINTER_H_
 

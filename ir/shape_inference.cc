@@ -48,8 +48,23 @@ absl::StatusOr<Shape> BroadcastAll(OpKind op, const std::vector<const Node*>& xs
   return shape;
 }
 
+absl::StatusOr<TypeAndShape> InferIota(const Attributes& attrs) {
+  OpKind op = OpKind::kIota;
+  const Shape& shape = attrs.GetInts("shape");
+  for (int64_t d : shape) {
+    if (d < 0) return Error(op, absl::StrCat("negative dimension in shape ", ShapeToString(shape)));
+  }
+  auto axis = NormalizeAxis(attrs.GetInt("axis"), shape.size());
+  if (!axis.ok()) return Error(op, std::string(axis.status().message()));
+  auto dtype = ParseDType(attrs.GetString("dtype"));
+  if (!dtype.ok()) return Error(op, std::string(dtype.status().message()));
+  if (*dtype == DType::kBool) return Error(op, "dtype must be numeric, not bool");
+  return TypeAndShape{*dtype, shape};
+}
+
 absl::StatusOr<TypeAndShape> InferPointwise(OpKind op, const std::vector<const Node*>& xs,
                                             const Attributes& attrs) {
+  if (op == OpKind::kIota) return InferIota(attrs);
   KILN_ASSIGN_OR_RETURN(Shape shape, BroadcastAll(op, xs));
   DType dtype = xs[0]->dtype();
   switch (op) {
