@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -49,11 +50,8 @@ absl::StatusOr<Node*> Graph::Insert(std::unique_ptr<Node> node) {
 }
 
 absl::StatusOr<Node*> Graph::AddInput(const std::string& name, DType dtype, Shape shape) {
-  for (int64_t d : shape) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input \"", name, "\" has a negative dimension in ", ShapeToString(shape)));
-    }
+  if (auto n = CheckedNumElements(shape); !n.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("input \"", name, "\": ", n.status().message()));
   }
   auto node = std::unique_ptr<Node>(new Node());
   node->name_ = name;
@@ -99,6 +97,9 @@ absl::StatusOr<Node*> Graph::AddNode(OpKind op, std::vector<Node*> operands, Att
   KILN_RETURN_IF_ERROR(CheckAttributes(op, attrs));
   std::vector<const Node*> const_operands(operands.begin(), operands.end());
   KILN_ASSIGN_OR_RETURN(TypeAndShape type, InferOutputType(op, const_operands, attrs));
+  if (auto n = CheckedNumElements(type.shape); !n.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(info.name, ": result ", n.status().message()));
+  }
   auto node = std::unique_ptr<Node>(new Node());
   node->name_ = name.empty() ? FreshName(info.name) : name;
   node->op_ = op;
@@ -226,9 +227,10 @@ int Graph::RemoveDeadNodes() {
 }
 
 std::string Graph::FreshName(const std::string& prefix) const {
-  if (!by_name_.contains(prefix) && IsValidName(prefix)) return prefix;
+  const std::string base = IsValidName(prefix) ? prefix : absl::StrCat("t", prefix.empty() ? "" : "_");
+  if (IsValidName(base) && !by_name_.contains(base)) return base;
   for (int i = 1;; ++i) {
-    std::string candidate = absl::StrCat(prefix, ".", i);
+    std::string candidate = absl::StrCat(IsValidName(base) ? base : "t", ".", i);
     if (!by_name_.contains(candidate)) return candidate;
   }
 }

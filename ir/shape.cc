@@ -11,6 +11,20 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
+absl::StatusOr<int64_t> CheckedNumElements(const Shape& shape) {
+  constexpr int64_t kMaxElements = int64_t{1} << 48;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension in ", ShapeToString(shape)));
+    if (d != 0 && n > kMaxElements / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ShapeToString(shape), " has more than 2^48 elements"));
+    }
+    n *= d;
+  }
+  return n;
+}
+
 std::string ShapeToString(const Shape& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }

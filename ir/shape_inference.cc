@@ -261,6 +261,8 @@ absl::StatusOr<TypeAndShape> InferLayout(OpKind op, const std::vector<const Node
           infer = i;
         } else if (out[i] < 0) {
           return Error(op, absl::StrCat("bad dimension ", out[i], " in shape"));
+        } else if (out[i] != 0 && known > (int64_t{1} << 48) / out[i]) {
+          return Error(op, absl::StrCat("shape ", ShapeToString(out), " has more than 2^48 elements"));
         } else {
           known *= out[i];
         }

@@ -1,0 +1,59 @@
+#include "api/compiler.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "frontends/json/json_graph.h"
+#include "ir/base/status.h"
+#include "ir/printer.h"
+
+namespace kiln {
+namespace {
+
+void WriteDump(const DebugOptions& debug, const std::string& file, const std::string& text) {
+  if (debug.dump_dir.empty()) {
+    std::fprintf(stderr, "// ---- %s ----\n%s", file.c_str(), text.c_str());
+    return;
+  }
+  std::ofstream(debug.dump_dir + "/" + file) << text;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path) {
+  if (absl::EndsWith(path, ".json")) return ImportJsonGraphFile(path);
+  if (absl::EndsWith(path, ".onnx")) {
+    return absl::UnimplementedError(
+        absl::StrCat(path, ": ONNX import is not built yet (issue 6); use kiln's JSON format"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": unknown graph format; expected a .json file"));
+}
+
+absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options) {
+  KILN_ASSIGN_OR_RETURN(DeviceSpec device, NamedDeviceSpec(options.device));
+  Analysis analysis;
+  analysis.imported_text = PrintGraph(*graph);
+  if (options.debug.Dumps(DumpKind::kIr)) {
+    WriteDump(options.debug, graph->name() + ".00.imported.kir", analysis.imported_text);
+  }
+  PassPipeline::Observer observer;
+  if (options.keep_pass_snapshots) {
+    observer = [&](const PassRecord& record, const Graph& g) {
+      analysis.snapshots.push_back({record.name, PrintGraph(g)});
+    };
+  }
+  KILN_ASSIGN_OR_RETURN(analysis.passes, DefaultPipeline().Run(*graph, options.debug, observer));
+  FusionOptions fusion;
+  fusion.fuel = options.debug.fusion_fuel;
+  KILN_ASSIGN_OR_RETURN(analysis.plan, PlanFusion(*graph, device, fusion));
+  if (options.debug.Dumps(DumpKind::kLedger)) {
+    WriteDump(options.debug, graph->name() + ".ledger.jsonl", LedgerJsonLines(analysis.plan));
+  }
+  analysis.graph = std::move(graph);
+  return analysis;
+}
+
+}  // namespace kiln
