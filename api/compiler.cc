@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "frontends/json/json_graph.h"
+#include "frontends/onnx/onnx_import.h"
 #include "ir/base/status.h"
 #include "ir/printer.h"
 
@@ -24,10 +25,7 @@ void WriteDump(const DebugOptions& debug, const std::string& file, const std::st
 
 absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path) {
   if (absl::EndsWith(path, ".json")) return ImportJsonGraphFile(path);
-  if (absl::EndsWith(path, ".onnx")) {
-    return absl::UnimplementedError(
-        absl::StrCat(path, ": ONNX import is not built yet (issue 6); use kiln's JSON format"));
-  }
+  if (absl::EndsWith(path, ".onnx")) return ImportOnnxFile(path);
   return absl::InvalidArgumentError(
       absl::StrCat(path, ": unknown graph format; expected a .json file"));
 }

@@ -1,0 +1,287 @@
+// The ONNX importer's error rules and a few small models checked on the interpreter. The
+// models are in tests/frontends/onnx_testdata/, written by scripts/make-onnx-testdata.py
+// (expected values by onnx.reference.ReferenceEvaluator); truncated, non-ONNX and symlinked
+// inputs are made here in a temporary folder. One property per test, said in its name.
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/onnx/onnx_import.h"
+#include "frontends/onnx/onnx_tensor.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/interpreter.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const fs::path kData = fs::path(KILN_SOURCE_DIR) / "tests/frontends/onnx_testdata";
+
+absl::Status ImportStatus(const fs::path& path, const OnnxImportOptions& options = {}) {
+  return ImportOnnxFile(path.string(), options).status();
+}
+
+std::string Payload(const absl::Status& status) {
+  auto p = status.GetPayload(kOnnxUnsupportedPayload);
+  return p ? std::string(*p) : "";
+}
+
+// A fresh temporary folder per test.
+fs::path TempDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::temp_directory_path() / absl::StrCat("kiln_onnx_", info->name(), "_", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+Tensor ReadTensor(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  EXPECT_TRUE(in && proto.ParseFromIstream(&in)) << path;
+  auto t = TensorFromOnnx(proto, "", false);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : Tensor();
+}
+
+// Float outputs: the reference evaluator computes in f32 step by step, kiln in double once.
+constexpr double kRtol = 1e-4, kAtol = 1e-6;
+
+void ExpectNear(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    double g = got.GetF64(i), w = want.GetF64(i);
+    ASSERT_LE(std::abs(g - w), kAtol + kRtol * std::abs(w)) << what << " element " << i << ": " << g << " vs " << w;
+  }
+}
+
+class OnnxValueTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnnxValueTest, MatchesTheOnnxReferenceEvaluator) {
+  const fs::path dir = kData / "values" / GetParam();
+  auto graph = ImportOnnxFile((dir / "model.onnx").string());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::map<std::string, Tensor> inputs;
+  for (size_t i = 0; i < (*graph)->inputs().size(); ++i) {
+    inputs[(*graph)->inputs()[i]->name()] = ReadTensor(dir / absl::StrCat("input_", i, ".pb"));
+  }
+  auto got = Interpret(**graph, inputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), (*graph)->outputs().size());
+  for (size_t k = 0; k < got->size(); ++k) {
+    ExpectNear((*got)[k], ReadTensor(dir / absl::StrCat("output_", k, ".pb")), absl::StrCat("output ", k));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, OnnxValueTest,
+                         ::testing::Values("gemm", "typed_initializers", "odd_names", "shape_plumbing",
+                                           "attention_block_opset23", "cross_entropy_head"));
+
+TEST(OnnxImportTest, OnnxNamesBecomeValidKilnNames) {
+  auto graph = ImportOnnxFile((kData / "values/odd_names/model.onnx").string());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (const Node* node : (*graph)->nodes()) EXPECT_TRUE(IsValidName(node->name())) << node->name();
+  EXPECT_EQ((*graph)->inputs()[0]->name(), "in_0");
+  EXPECT_EQ((*graph)->outputs()[0].name, "v1");
+}
+
+TEST(OnnxImportTest, AttentionBlockImportsComposites) {
+  auto graph = ImportOnnxFile((kData / "values/attention_block_opset23/model.onnx").string());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::map<OpKind, int> count;
+  for (const Node* node : (*graph)->nodes()) ++count[node->op()];
+  EXPECT_EQ(count[OpKind::kLayerNorm], 1);
+  EXPECT_EQ(count[OpKind::kRmsNorm], 1);
+  EXPECT_EQ(count[OpKind::kGeluTanh], 1);
+  EXPECT_EQ(count[OpKind::kAttention], 1);
+  EXPECT_EQ(count[OpKind::kDropout], 0);  // inference: identity
+}
+
+TEST(OnnxImportTest, MissingFileIsNotFound) {
+  EXPECT_EQ(ImportStatus(kData / "no_such_model.onnx").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(OnnxImportTest, TruncatedFileFailsCleanly) {
+  std::ifstream in(kData / "values/gemm/model.onnx", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const fs::path path = TempDir() / "truncated.onnx";
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  absl::Status s = ImportStatus(path);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not a valid ONNX model"));
+}
+
+TEST(OnnxImportTest, NonOnnxFilesFailCleanly) {
+  const fs::path dir = TempDir();
+  std::ofstream(dir / "graph.onnx") << "{\"kiln_graph\": 1, \"nodes\": []}\n";
+  absl::Status s = ImportStatus(dir / "graph.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not a valid ONNX model"));
+  std::ofstream(dir / "empty.onnx");
+  EXPECT_EQ(ImportStatus(dir / "empty.onnx").code(), absl::StatusCode::kInvalidArgument);
+  // A valid protobuf that is no model (a TensorProto).
+  onnx::TensorProto t;
+  t.set_name("x");
+  t.add_dims(1);
+  std::ofstream(dir / "tensor.onnx", std::ios::binary) << t.SerializeAsString();
+  s = ImportStatus(dir / "tensor.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not "));
+}
+
+TEST(OnnxImportTest, OpsetsOutside13To23AreUnsupported) {
+  for (const char* name : {"opset12", "opset25"}) {
+    absl::Status s = ImportStatus(kData / "errors" / absl::StrCat(name, ".onnx"));
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+    EXPECT_THAT(s.message(), HasSubstr("opsets 13 to 23"));
+    EXPECT_EQ(Payload(s), absl::StrCat("opset ", name + 5));
+  }
+}
+
+TEST(OnnxImportTest, UnknownDomainIsUnsupportedAndNamesTheNode) {
+  absl::Status s = ImportStatus(kData / "errors/unknown_domain.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("node #0 \"fused0\" (FusedGemm)"));
+  EXPECT_THAT(s.message(), HasSubstr("domain \"com.microsoft\""));
+}
+
+TEST(OnnxImportTest, UnsupportedOpListsTheClosestSupportedOnes) {
+  absl::Status s = ImportStatus(kData / "errors/unsupported_op.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("node #0 \"my_norm\" (LayerNorm)"));
+  EXPECT_THAT(s.message(), HasSubstr("LayerNormalization"));
+  EXPECT_EQ(Payload(s), "op LayerNorm");
+}
+
+TEST(OnnxImportTest, UnboundSymbolicDimensionSaysHowToBindIt) {
+  const fs::path path = kData / "errors/symbolic.onnx";
+  absl::Status s = ImportStatus(path);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("\"x\" dimension 0 (\"batch\")"));
+  EXPECT_THAT(s.message(), HasSubstr("--shape batch=8"));
+  OnnxImportOptions by_dim;
+  by_dim.input_shapes["batch"] = {3};
+  auto g = ImportOnnxFile(path.string(), by_dim);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->inputs()[0]->shape(), (Shape{3, 4}));
+  OnnxImportOptions by_input;
+  by_input.input_shapes["x"] = {5, 4};
+  g = ImportOnnxFile(path.string(), by_input);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->inputs()[0]->shape(), (Shape{5, 4}));
+  OnnxImportOptions wrong_static;
+  wrong_static.input_shapes["x"] = {5, 3};
+  EXPECT_EQ(ImportStatus(path, wrong_static).code(), absl::StatusCode::kInvalidArgument);
+  OnnxImportOptions unknown;
+  unknown.input_shapes["seq"] = {3};
+  s = ImportStatus(path, unknown);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("names neither"));
+}
+
+TEST(OnnxImportTest, ReshapeShapeMustBeConstant) {
+  absl::Status s = ImportStatus(kData / "errors/reshape_dynamic_shape.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("node #0 \"reshape_dyn\" (Reshape): input 1 \"shape\" must be a constant"));
+  EXPECT_THAT(s.message(), HasSubstr("the graph input \"shape\""));
+}
+
+TEST(OnnxImportTest, ConstantInputsFreezeConfigurationInputs) {
+  OnnxImportOptions options;
+  Tensor shape(DType::kI64, {2});
+  shape.SetI64(0, 3);
+  shape.SetI64(1, 2);
+  options.constant_inputs["shape"] = shape;
+  auto g = ImportOnnxFile((kData / "errors/reshape_dynamic_shape.onnx").string(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->outputs()[0].node->shape(), (Shape{3, 2}));
+}
+
+TEST(OnnxImportTest, TrainingDropoutRatioMustBeConstant) {
+  absl::Status s = ImportStatus(kData / "errors/dropout_dynamic_ratio.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("input 1 \"ratio\" must be a constant"));
+  EXPECT_THAT(s.message(), HasSubstr("compile-time attribute"));
+}
+
+TEST(OnnxImportTest, UnsupportedAttributeValuesNameTheAttribute) {
+  absl::Status s = ImportStatus(kData / "errors/slice_negative_step.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("negative step -1"));
+  s = ImportStatus(kData / "errors/attention_softcap.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("softcap"));
+  s = ImportStatus(kData / "errors/unknown_attribute.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("\"label_smoothing\" is not supported"));
+}
+
+TEST(OnnxImportTest, DoubleGraphInputIsUnsupportedNamingTheInput) {
+  absl::Status s = ImportStatus(kData / "errors/double_input.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("graph input \"x\": element type DOUBLE"));
+}
+
+TEST(OnnxImportTest, UndefinedNodeInputIsAnError) {
+  absl::Status s = ImportStatus(kData / "errors/undefined_input.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("input 1 \"nowhere\" is not defined"));
+}
+
+// ---- external data --------------------------------------------------------------------------
+
+const fs::path kExt = kData / "external/model";
+
+TEST(OnnxExternalDataTest, InsideTheModelFolderIsRead) {
+  auto g = ImportOnnxFile((kExt / "ok.onnx").string());
+  ASSERT_TRUE(g.ok()) << g.status();
+  Tensor x(DType::kF32, {2, 3});
+  auto out = Interpret(**g, {{(*g)->inputs()[0]->name(), x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int i = 0; i < 6; ++i) EXPECT_EQ((*out)[0].GetF64(i), i + 0.5);
+}
+
+TEST(OnnxExternalDataTest, PathsLeavingTheModelFolderAreRefused) {
+  for (const char* name : {"escape.onnx", "escape_nested.onnx", "absolute.onnx"}) {
+    absl::Status s = ImportStatus(kExt / name);
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << name << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr("initializer \"w\"")) << name;
+  }
+}
+
+TEST(OnnxExternalDataTest, SymlinkPointingOutsideIsRefused) {
+  const fs::path dir = TempDir() / "model";
+  fs::create_directories(dir);
+  fs::copy_file(kExt / "symlink.onnx", dir / "symlink.onnx");
+  std::ofstream(dir.parent_path() / "secret.bin", std::ios::binary) << std::string(24, 'x');
+  fs::create_symlink(dir.parent_path() / "secret.bin", dir / "link.bin");
+  absl::Status s = ImportStatus(dir / "symlink.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(s.message(), HasSubstr("outside the model's folder"));
+}
+
+TEST(OnnxExternalDataTest, SizeAndRangeErrors) {
+  absl::Status s = ImportStatus(kExt / "wrong_length.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("length 20 differs from the tensor's byte size 24"));
+  s = ImportStatus(kExt / "past_end.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr("too short"));
+  EXPECT_EQ(ImportStatus(kExt / "missing_file.onnx").code(), absl::StatusCode::kNotFound);
+}
+
+TEST(OnnxExternalDataTest, ParsedModelWithoutFolderRefusesExternalData) {
+  std::ifstream in(kExt / "ok.onnx", std::ios::binary);
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromIstream(&in));
+  absl::Status s = ImportOnnxModel(model, "", {}, "ok.onnx").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+}
+
+}  // namespace
+}  // namespace kiln
