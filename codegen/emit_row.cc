@@ -1,0 +1,624 @@
+// The row-reduction emitter (template row_reduce.cuh). A row region lives in a row space
+// [rows x N]; every node gets a form: row-shaped (r, c), per-row (r), broadcast into the row
+// (c, e.g. a weight [N] or an iota), or scalar. The kernel:
+//
+//   for each row r owned by this group of kThreadsPerRow threads (a warp, or the block):
+//     per-row values that need no reduction (e.g. a target index)
+//     pass L = 1..levels: accumulate the reductions of level L (a reduction's level is one
+//       more than the deepest reduction it depends on) over the row, recomputing the pointwise
+//       prologue each needs; GroupReduce; then the per-row values that became computable
+//     final pass: the row-shaped (and broadcast-into-row) outputs, as vectors
+//     per-row outputs (thread 0 of the group); per-row partials of combines to scratch
+//   combine: the last block reduces the partials in a fixed order, then the scalar epilogue
+//
+// Row-shaped inputs are cached in registers when KernelParams::chunk == 0 and they fit
+// kRowCacheFloatsPerThread; otherwise every pass streams the row from global memory, and a
+// reduce_max followed by reduce_sum(exp(x - max)) is done in one pass (online MaxSum).
+// Regions this scheme cannot place (partially broadcast operands, integer reductions) return
+// Unimplemented and EmitKernel falls back to the elementwise emitter.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/emit_kernel.h"
+#include "codegen/emitter_util.h"
+#include "ir/base/status.h"
+
+namespace kiln {
+namespace codegen_internal {
+namespace {
+
+struct Form {
+  bool row = false;  // depends on the row index r
+  bool col = false;  // depends on the column index c
+  bool operator==(const Form& o) const { return row == o.row && col == o.col; }
+  bool operator!=(const Form& o) const { return !(*this == o); }
+};
+
+std::string FormName(Form f) {
+  return f.row && f.col ? "row-shaped" : f.row ? "per-row" : f.col ? "broadcast-into-row" : "scalar";
+}
+
+class RowEmitter {
+ public:
+  RowEmitter(const Region& region, const KernelParams& params)
+      : r_(region), p_(params), R_(region.rows), N_(region.row_length) {}
+  absl::StatusOr<KernelSource> Emit();
+
+ private:
+  bool Member(const Node* n) const { return members_.count(n) > 0; }
+  bool IsRowReduction(const Node* n) const;
+  bool IsCombine(const Node* n) const;
+  absl::Status Classify();
+  absl::StatusOr<Form> ViewOf(const Node* user, Form user_form, const Node* operand) const;
+  absl::StatusOr<int> SplitPoint(const Shape& s, Form f) const;
+  void FindOnlinePairs();
+
+  // Values. `lane` is -1 outside a column loop.
+  absl::StatusOr<TypedExpr> Value(const Node* n, Form view, int lane);
+  absl::StatusOr<TypedExpr> Load(const Node* n, Form view, int lane);
+  std::string LinearIndex(Form f, int lane) const;
+  std::string Col(int lane) const { return absl::StrCat("(c0 + ", lane, ")"); }
+  absl::Status HoistPerRow(int level);
+  absl::Status EmitPass(int level, bool final_pass);
+  std::string FunctorOf(const Node* red) const;
+
+  const Region& r_;
+  KernelParams p_;
+  const int64_t R_, N_;
+  int G_ = 0, V_ = 1, iters_ = 0, unroll_ = 1;
+  bool cached_ = false;
+  std::set<const Node*> members_;
+  std::map<const Node*, Form> form_;
+  std::map<const Node*, int> level_;     // max reduction level in the node's cone (0: none)
+  std::map<const Node*, bool> combined_; // depends on a combine
+  std::map<const Node*, const Node*> pair_of_;  // sum reduction -> its max reduction (online pair)
+  std::set<const Node*> pair_max_;
+  std::vector<const Node*> combines_;
+  std::map<const Node*, std::string> in_names_, out_names_;
+  std::map<const Node*, std::string> cache_;  // row-shaped input -> register array
+  std::set<const Node*> cache_loaded_, cache_pending_;
+  CodeWriter w_{2};
+  bool uses_philox_ = false;
+  std::vector<std::string> notes_;
+  int max_level_ = 0;
+};
+
+bool RowEmitter::IsRowReduction(const Node* n) const {
+  if (!IsReduction(n)) return false;
+  auto space = RowReductionSpace(n);
+  return space && space->first == R_ && space->second == N_ && !IsCombine(n);
+}
+
+bool RowEmitter::IsCombine(const Node* n) const {
+  return IsReduction(n) && n->num_elements() == 1 && Member(n->operand(0)) &&
+         form_.count(n->operand(0)) && form_.at(n->operand(0)) == Form{true, false};
+}
+
+absl::StatusOr<int> RowEmitter::SplitPoint(const Shape& s, Form f) const {
+  const int64_t want_rows = f.row ? R_ : 1, want_cols = f.col ? N_ : 1;
+  int64_t rows = 1;
+  for (int k = 0; k <= static_cast<int>(s.size()); ++k) {
+    int64_t cols = 1;
+    for (size_t d = k; d < s.size(); ++d) cols *= s[d];
+    if (rows == want_rows && cols == want_cols) return k;
+    if (k < static_cast<int>(s.size())) rows *= s[k];
+  }
+  return absl::UnimplementedError(absl::StrCat("shape ", ShapeToString(s), " does not split as ",
+                                               FormName(f), " of the row space [", R_, " x ", N_, "]"));
+}
+
+// How `operand` is indexed when `user` (of form `user_form`) reads it by numpy broadcasting.
+absl::StatusOr<Form> RowEmitter::ViewOf(const Node* user, Form user_form, const Node* operand) const {
+  const Shape& s = user->shape();
+  const Shape& o = operand->shape();
+  if (user->op() == OpKind::kReshape) return user_form;  // same linear order
+  if (NumElements(o) == 1) return Form{};
+  KILN_ASSIGN_OR_RETURN(int k, SplitPoint(s, user_form));
+  const int lead = static_cast<int>(s.size()) - static_cast<int>(o.size());
+  if (lead < 0) return absl::UnimplementedError("operand of higher rank than its user");
+  bool row_full = true, row_bcast = true, col_full = true, col_bcast = true;
+  for (int d = 0; d < static_cast<int>(s.size()); ++d) {
+    const int64_t od = d < lead ? 1 : o[d - lead];
+    bool& full = d < k ? row_full : col_full;
+    bool& bcast = d < k ? row_bcast : col_bcast;
+    if (od != s[d]) full = false;
+    if (od != 1) bcast = false;
+  }
+  if (!(row_full || row_bcast) || !(col_full || col_bcast)) {
+    return absl::UnimplementedError(absl::StrCat(operand->name(), " ", ShapeToString(o),
+                                                 " is partially broadcast into ", user->name(), " ",
+                                                 ShapeToString(s)));
+  }
+  Form f;
+  f.row = user_form.row && !(row_bcast && !row_full);
+  f.col = user_form.col && !(col_bcast && !col_full);
+  // A dim of extent 1 is both full and broadcast; the numel decides.
+  if (f.row && f.col && NumElements(o) != R_ * N_) f.row = f.col = false;
+  if (f.row && !f.col && NumElements(o) != R_) f.row = false;
+  if (!f.row && f.col && NumElements(o) != N_) f.col = false;
+  return f;
+}
+
+absl::Status RowEmitter::Classify() {
+  for (const Node* n : r_.nodes) {
+    Form f;
+    int level = 0;
+    bool combined = false;
+    for (const Node* o : n->operands()) {
+      if (!Member(o)) continue;
+      level = std::max(level, level_[o]);
+      combined |= combined_[o];
+    }
+    if (IsReduction(n)) {
+      const Node* x = n->operand(0);
+      if (ComputeType(x->dtype()) != CType::kFloat) {
+        return absl::UnimplementedError(absl::StrCat("integer reduction ", n->name()));
+      }
+      if (Member(x) && form_[x] == Form{true, false} && n->num_elements() == 1) {
+        if (combined) return absl::UnimplementedError("a combine of a combine");
+        combines_.push_back(n);
+        form_[n] = Form{};
+        level_[n] = level;
+        combined_[n] = true;
+        continue;
+      }
+      if (!IsRowReduction(n)) {
+        return absl::UnimplementedError(absl::StrCat("reduction ", n->name(), " is not over the row space"));
+      }
+      if (combined) return absl::UnimplementedError("a row reduction after a combine");
+      form_[n] = Form{true, false};
+      level_[n] = level + 1;
+      combined_[n] = false;
+      max_level_ = std::max(max_level_, level + 1);
+      continue;
+    }
+    if (IsIndexRemapping(n) && n->op() != OpKind::kReshape && n->op() != OpKind::kBroadcastTo) {
+      return absl::UnimplementedError(absl::StrCat(OpName(n->op()), " ", n->name(), " inside a row kernel"));
+    }
+    if (n->op() == OpKind::kConstant) return absl::UnimplementedError("a multi-element constant inside the region");
+    // Form by element count; ties (R == N, or extents of 1) broken by the operands' forms.
+    const int64_t e = n->num_elements();
+    bool any_row = false, any_col = false;
+    for (const Node* o : n->operands()) {
+      if (Member(o)) {
+        any_row |= form_[o].row;
+        any_col |= form_[o].col;
+      }
+    }
+    if (e == R_ * N_ && (R_ * N_ != R_ || any_col) && (R_ * N_ != N_ || any_row)) {
+      f = Form{true, true};
+    } else if (e == R_ && (R_ != N_ || any_row || !any_col) && !(e == N_ && any_col && !any_row)) {
+      f = Form{true, false};
+    } else if (e == N_) {
+      f = Form{false, true};
+    } else if (e == 1) {
+      f = Form{};
+    } else if (e == R_ * N_) {
+      f = Form{true, true};
+    } else {
+      return absl::UnimplementedError(absl::StrCat(n->name(), " ", ShapeToString(n->shape()),
+                                                   " is not in the row space"));
+    }
+    if (combined && (f.row || f.col)) {
+      return absl::UnimplementedError(absl::StrCat(n->name(), " depends on a combine but is not a scalar"));
+    }
+    form_[n] = f;
+    level_[n] = level;
+    combined_[n] = combined;
+  }
+  // Every member operand must be read with the form it has.
+  for (const Node* n : r_.nodes) {
+    if (IsReduction(n)) {
+      const Node* x = n->operand(0);
+      if (!Member(x) && !IsCombine(n) && NumElements(x->shape()) != R_ * N_) {
+        return absl::UnimplementedError(absl::StrCat("reduction ", n->name(), " of a tensor outside the row space"));
+      }
+      continue;
+    }
+    for (const Node* o : n->operands()) {
+      if (!Member(o)) continue;
+      KILN_ASSIGN_OR_RETURN(Form view, ViewOf(n, form_[n], o));
+      if (view != form_[o]) {
+        return absl::UnimplementedError(absl::StrCat(n->name(), " reads ", o->name(), " as ", FormName(view),
+                                                     " but it is ", FormName(form_[o])));
+      }
+    }
+  }
+  for (const Node* o : r_.outputs) {
+    if (!Member(o)) return absl::UnimplementedError("an output that is not a region member");
+  }
+  return absl::OkStatus();
+}
+
+// sum(exp(x - max(x))) after max(x), over the same x: one streaming pass with MaxSum.
+void RowEmitter::FindOnlinePairs() {
+  for (const Node* b : r_.nodes) {
+    if (b->op() != OpKind::kReduceSum || !IsRowReduction(b)) continue;
+    const Node* e = b->operand(0);
+    if (!Member(e) || e->op() != OpKind::kExp) continue;
+    const Node* s = e->operand(0);
+    if (!Member(s) || s->op() != OpKind::kSub) continue;
+    const Node* x = s->operand(0);
+    const Node* m = s->operand(1);
+    while (Member(m) && (m->op() == OpKind::kReshape || m->op() == OpKind::kBroadcastTo)) m = m->operand(0);
+    if (!Member(m) || m->op() != OpKind::kReduceMax || !IsRowReduction(m) || m->operand(0) != x) continue;
+    if (level_[b] != level_[m] + 1) continue;
+    if (ComputeType(x->dtype()) != CType::kFloat) continue;
+    pair_of_[b] = m;
+    pair_max_.insert(m);
+  }
+  // A pair is computed at the max's level: move the sum (and whatever depends on it) down one.
+  if (pair_of_.empty()) return;
+  std::map<const Node*, int> level;
+  max_level_ = 0;
+  for (const Node* n : r_.nodes) {
+    int l = 0;
+    for (const Node* o : n->operands()) {
+      if (Member(o)) l = std::max(l, level[o]);
+    }
+    if (IsRowReduction(n)) {
+      auto it = pair_of_.find(n);
+      l = it != pair_of_.end() ? level[it->second] : l + 1;
+      max_level_ = std::max(max_level_, l);
+    }
+    level[n] = l;
+  }
+  for (auto& [n, l] : level) level_[n] = l;
+}
+
+std::string RowEmitter::LinearIndex(Form f, int lane) const {
+  return SumTerms({f.row ? Scale("r", f.col ? N_ : 1) : "", f.col && lane >= 0 ? Col(lane) : ""});
+}
+
+std::string RowEmitter::FunctorOf(const Node* red) const {
+  switch (red->op()) {
+    case OpKind::kReduceMax: return "kiln::Max";
+    case OpKind::kReduceMin: return "kiln::Min";
+    default: return "kiln::Sum";
+  }
+}
+
+absl::StatusOr<TypedExpr> RowEmitter::Load(const Node* n, Form view, int lane) {
+  const std::string& arg = in_names_.at(n);
+  const CType t = ComputeType(n->dtype());
+  if (!view.col) {
+    const std::string key = absl::StrCat("load:", n->name(), view.row ? ":r" : ":0");
+    if (const std::string* v = w_.Lookup(key)) return TypedExpr{*v, t};
+    std::string var = w_.Fresh("s");
+    w_.Line(absl::StrCat("const ", CTypeName(t), " ", var, " = kiln::ToCompute(", arg, "[", LinearIndex(view, -1),
+                         "]);  // ", n->name()));
+    w_.Remember(key, var);
+    return TypedExpr{var, t};
+  }
+  if (lane < 0) return absl::InternalError(absl::StrCat(n->name(), " read outside a column loop"));
+  if (view.row && cached_ && cache_.count(n)) {
+    const std::string& arr = cache_.at(n);
+    if (!cache_loaded_.count(n)) {
+      // The first pass that reads the row loads it into registers (once per k).
+      const std::string key = absl::StrCat("cacheload:", n->name());
+      if (!w_.Lookup(key)) {
+        w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(n->dtype()), ", ", V_, ">(", arg, " + r * ", N_,
+                             "LL + c0, ", arr, "[k]);"));
+        w_.Remember(key, "1");
+        cache_pending_.insert(n);
+      }
+    }
+    return TypedExpr{absl::StrCat(arr, "[k][", lane, "]"), t};
+  }
+  const std::string key = absl::StrCat("vload:", n->name(), view.row ? ":r" : ":0");
+  const std::string* found = w_.Lookup(key);
+  std::string arr;
+  if (found) {
+    arr = *found;
+  } else {
+    arr = w_.Fresh("x");
+    w_.Line(absl::StrCat(CTypeName(t), " ", arr, "[", V_, "];  // ", n->name()));
+    w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(n->dtype()), ", ", V_, ">(", arg, " + ",
+                         view.row ? absl::StrCat("r * ", N_, "LL + ") : "", "c0, ", arr, ");"));
+    w_.Remember(key, arr);
+  }
+  return TypedExpr{absl::StrCat(arr, "[", lane, "]"), t};
+}
+
+absl::StatusOr<TypedExpr> RowEmitter::Value(const Node* n, Form view, int lane) {
+  if (IsInlinedConstant(n)) return ConstantLiteral(*n);
+  if (!Member(n)) return Load(n, view, lane);
+  const Form f = form_.at(n);
+  const std::string key = absl::StrCat(n->name(), "@", f.col ? absl::StrCat("lane", lane) : "row");
+  if (const std::string* v = w_.Lookup(key)) return TypedExpr{*v, ComputeType(n->dtype())};
+  if (IsReduction(n)) {
+    return absl::InternalError(absl::StrCat("reduction ", n->name(), " used before its pass"));
+  }
+  if (f.col && lane < 0) return absl::InternalError(absl::StrCat(n->name(), " needed outside a column loop"));
+  TypedExpr e;
+  if (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo) {
+    KILN_ASSIGN_OR_RETURN(Form v, ViewOf(n, f, n->operand(0)));
+    KILN_ASSIGN_OR_RETURN(e, Value(n->operand(0), v, lane));
+  } else {
+    std::vector<TypedExpr> operands;
+    for (const Node* o : n->operands()) {
+      KILN_ASSIGN_OR_RETURN(Form v, ViewOf(n, f, o));
+      KILN_ASSIGN_OR_RETURN(TypedExpr oe, Value(o, v, lane));
+      operands.push_back(oe);
+    }
+    uses_philox_ |= n->category() == OpCategory::kRandom;
+    if (n->category() == OpCategory::kRandom && f.col && lane >= 0 && V_ % 4 == 0) {
+      // Lanes 4q..4q+3 are elements 4g..4g+3 (r * N and c0 are multiples of V, V of 4): one
+      // Philox call serves them (docs/dropout.md).
+      const std::string wkey = absl::StrCat(n->name(), "@words", lane / 4);
+      const std::string* words = w_.Lookup(wkey);
+      std::string wvar = words ? *words : w_.Fresh("w");
+      const std::string group = absl::StrCat("(", LinearIndex(f, lane - lane % 4), ") >> 2");
+      KILN_ASSIGN_OR_RETURN(DropoutPieces d, EmitDropoutShared(*n, operands, group, wvar, lane));
+      if (!words && !d.words.empty()) {
+        w_.Line(absl::StrCat("const kiln::Philox4 ", wvar, " = ", d.words, ";  // ", n->name(), ", elements ",
+                             lane - lane % 4, "..", lane - lane % 4 + 3, " of this vector"));
+        w_.Remember(wkey, wvar);
+      }
+      e = d.value;
+    } else {
+      KILN_ASSIGN_OR_RETURN(e, EmitPointwiseExpr(*n, operands, LinearIndex(f, lane)));
+    }
+  }
+  std::string var = w_.Fresh("v");
+  w_.Line(absl::StrCat("const ", CTypeName(e.type), " ", var, " = ", e.code, ";  // ", n->name()));
+  w_.Remember(key, var);
+  return TypedExpr{var, e.type};
+}
+
+// Per-row and scalar values computable once the reductions of `level` are known.
+absl::Status RowEmitter::HoistPerRow(int level) {
+  for (const Node* n : r_.nodes) {
+    const Form f = form_.at(n);
+    if (f.col || IsReduction(n) || combined_.at(n) || level_.at(n) > level) continue;
+    if (!f.row && level_.at(n) == 0 && level > 0) continue;  // scalars without reductions: done at level 0
+    KILN_RETURN_IF_ERROR(Value(n, f, -1).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RowEmitter::EmitPass(int level, bool final_pass) {
+  std::vector<const Node*> reds;
+  for (const Node* n : r_.nodes) {
+    if (IsRowReduction(n) && level_.at(n) == level) reds.push_back(n);
+  }
+  std::vector<const Node*> outs;
+  if (final_pass) {
+    for (const Node* o : r_.outputs) {
+      if (form_.at(o).col) outs.push_back(o);
+    }
+    if (outs.empty()) return absl::OkStatus();
+    w_.Line("// final pass: the row-shaped outputs");
+  } else {
+    std::string names;
+    for (const Node* n : reds) absl::StrAppend(&names, names.empty() ? "" : ", ", n->name());
+    w_.Line(absl::StrCat("// pass ", level, ": ", names));
+  }
+  std::map<const Node*, std::string> acc;
+  for (const Node* n : reds) {
+    if (pair_of_.count(n)) continue;  // accumulated with its max
+    std::string a = w_.Fresh("acc");
+    if (pair_max_.count(n)) {
+      w_.Line(absl::StrCat("kiln::MaxSum ", a, " = kiln::MaxSumIdentity();  // ", n->name(), " and its sum(exp(x - max))"));
+    } else {
+      w_.Line(absl::StrCat("float ", a, " = ", FunctorOf(n), "::Identity();  // ", n->name()));
+    }
+    acc[n] = a;
+  }
+  if (cached_) {
+    w_.Line("#pragma unroll");
+    w_.Open(absl::StrCat("for (int k = 0; k < ", iters_, "; ++k)"));
+    w_.Line(absl::StrCat("const int c0 = (k * kThreadsPerRow + t) * ", V_, ";"));
+    w_.Open(absl::StrCat("if (c0 < ", N_, ")"));
+  } else {
+    if (unroll_ > 1) w_.Line(absl::StrCat("#pragma unroll ", unroll_));
+    w_.Open(absl::StrCat("for (int c0 = t * ", V_, "; c0 < ", N_, "; c0 += kThreadsPerRow * ", V_, ")"));
+  }
+  std::map<const Node*, std::string> out_arrays;
+  for (const Node* o : outs) {
+    if (!form_.at(o).row) w_.Open("if (r == 0)");  // a broadcast-into-row output: written by row 0 only
+    std::string y = w_.Fresh("y");
+    w_.Line(absl::StrCat(CTypeName(ComputeType(o->dtype())), " ", y, "[", V_, "];"));
+    for (int lane = 0; lane < V_; ++lane) {
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, form_.at(o), lane));
+      w_.Line(absl::StrCat(y, "[", lane, "] = ", Coerce(e, ComputeType(o->dtype())).code, ";"));
+    }
+    w_.Line(absl::StrCat("kiln::StoreVec<", StorageTypeName(o->dtype()), ", ", V_, ">(", out_names_.at(o), " + ",
+                         form_.at(o).row ? absl::StrCat("r * ", N_, "LL + ") : "", "c0, ", y, ");  // ", o->name()));
+    if (!form_.at(o).row) w_.Close();
+  }
+  std::map<const Node*, std::string> pair_lanes;  // online pairs take the whole vector at once
+  for (const Node* n : reds) {
+    if (!pair_max_.count(n)) continue;
+    pair_lanes[n] = w_.Fresh("m");
+    w_.Line(absl::StrCat("float ", pair_lanes[n], "[", V_, "];"));
+  }
+  for (int lane = 0; lane < V_; ++lane) {
+    for (const Node* n : reds) {
+      if (pair_of_.count(n)) continue;
+      const Node* x = n->operand(0);
+      Form xf = Member(x) ? form_.at(x) : Form{true, true};
+      KILN_ASSIGN_OR_RETURN(TypedExpr v, Value(x, xf, lane));
+      const std::string fv = Coerce(v, CType::kFloat).code;
+      if (pair_max_.count(n)) {
+        w_.Line(absl::StrCat(pair_lanes[n], "[", lane, "] = ", fv, ";"));
+      } else {
+        w_.Line(absl::StrCat(acc[n], " = ", FunctorOf(n), "::Apply(", acc[n], ", ", fv, ");"));
+      }
+    }
+  }
+  for (const auto& [n, lanes] : pair_lanes) {
+    w_.Line(absl::StrCat(acc[n], " = kiln::MaxSumAddVec<", V_, ">(", acc[n], ", ", lanes, ");"));
+  }
+  if (cached_) w_.Close();
+  w_.Close();
+  // Rows loaded into the register cache by this pass are read from registers from now on.
+  cache_loaded_.insert(cache_pending_.begin(), cache_pending_.end());
+  cache_pending_.clear();
+  for (const Node* n : reds) {
+    if (pair_of_.count(n)) continue;
+    const std::string& a = acc[n];
+    if (pair_max_.count(n)) {
+      w_.Line(absl::StrCat(a, " = kiln::MaxSumFinish(kiln::GroupReduceMaxSum<kThreadsPerRow, kBlock>(", a, ", smem));"));
+      w_.Remember(absl::StrCat(n->name(), "@row"), a + ".m");
+      for (auto& [sum, max] : pair_of_) {
+        if (max == n) w_.Remember(absl::StrCat(sum->name(), "@row"), a + ".s");
+      }
+      continue;
+    }
+    w_.Line(absl::StrCat(a, " = kiln::GroupReduce<", FunctorOf(n), ", kThreadsPerRow, kBlock>(", a, ", smem);"));
+    std::string value = a;
+    if (n->op() == OpKind::kReduceMean) value = absl::StrCat("(", a, " / ", FloatLiteral(static_cast<float>(N_)), ")");
+    std::string var = w_.Fresh("v");
+    w_.Line(absl::StrCat("const float ", var, " = ", value, ";  // ", n->name()));
+    w_.Remember(absl::StrCat(n->name(), "@row"), var);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KernelSource> RowEmitter::Emit() {
+  members_.insert(r_.nodes.begin(), r_.nodes.end());
+  if (R_ <= 0 || N_ <= 0) return absl::UnimplementedError("an empty row space");
+  KILN_RETURN_IF_ERROR(Classify());
+  G_ = p_.rows_per_block == 1 ? p_.block_size : 32;
+  V_ = p_.vector_width;
+  while (V_ > 1 && N_ % V_ != 0) V_ /= 2;
+  if (V_ != p_.vector_width) notes_.push_back(absl::StrCat("vector width lowered to ", V_, " (N = ", N_, ")"));
+  p_.vector_width = V_;
+  iters_ = static_cast<int>((N_ + static_cast<int64_t>(G_) * V_ - 1) / (static_cast<int64_t>(G_) * V_));
+  // Row-shaped inputs read by the passes are the cache candidates.
+  std::vector<const Node*> row_inputs;
+  for (const Node* in : r_.inputs) {
+    if (in->num_elements() == R_ * N_) row_inputs.push_back(in);
+  }
+  const int64_t cache_floats = static_cast<int64_t>(row_inputs.size()) * iters_ * V_;
+  cached_ = p_.chunk == 0 && cache_floats <= kRowCacheFloatsPerThread;
+  if (p_.chunk == 0 && !cached_) {
+    notes_.push_back(absl::StrCat("row does not fit the register cache (", cache_floats, " floats per thread): streamed"));
+  }
+  if (!cached_) {
+    FindOnlinePairs();
+    const int64_t step = static_cast<int64_t>(G_) * V_;
+    unroll_ = p_.chunk > 0 && p_.chunk % step == 0 ? static_cast<int>(std::min<int64_t>(p_.chunk / step, 8)) : 1;
+  }
+  notes_.push_back(cached_ ? absl::StrCat("row cached in registers: ", iters_, " x ", V_, " per thread")
+                           : absl::StrCat("row streamed from global memory, ", max_level_ + 1, " passes at most",
+                                          pair_of_.empty() ? "" : ", online max+sum"));
+
+  KernelSource ks;
+  ks.kind = r_.kind;
+  ks.template_name = RegionTemplate(r_.kind);
+  std::vector<std::string> params;
+  PointerParams(r_, &ks.args, &params, &in_names_, &out_names_);
+  const bool has_combine = !combines_.empty();
+  if (has_combine) params.push_back("void* __restrict__ scratch");
+  params.push_back("long long count");
+
+  w_.Line(absl::StrCat("constexpr int kBlock = ", p_.block_size, ";"));
+  w_.Line(absl::StrCat("constexpr int kThreadsPerRow = ", G_, ";  // ", G_ == 32 ? "a warp per row" : "the block owns a row"));
+  w_.Line(absl::StrCat("constexpr int kRowsPerBlock = kBlock / kThreadsPerRow;"));
+  w_.Line("const long long rows = count;");
+  w_.Line("__shared__ float smem[64];");
+  w_.Line("const int t = threadIdx.x % kThreadsPerRow;  // thread within the row group");
+  w_.Line("const int group = threadIdx.x / kThreadsPerRow;");
+  // Scalars that depend on nothing per row: written once, by thread 0 of block 0.
+  for (const Node* o : r_.outputs) {
+    const Form f = form_.at(o);
+    if (f.row || f.col || combined_.at(o)) continue;
+    w_.Open("if (blockIdx.x == 0 && threadIdx.x == 0)");
+    KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, f, -1));
+    w_.Line(absl::StrCat(out_names_.at(o), "[0] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
+                         Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
+    w_.Close();
+  }
+  w_.Open("for (long long r = static_cast<long long>(blockIdx.x) * kRowsPerBlock + group; r < rows; "
+          "r += static_cast<long long>(gridDim.x) * kRowsPerBlock)");
+  for (const Node* in : row_inputs) {
+    if (!cached_) break;
+    std::string arr = w_.Fresh("row");
+    w_.Line(absl::StrCat(CTypeName(ComputeType(in->dtype())), " ", arr, "[", iters_, "][", V_, "];  // ", in->name(),
+                         ", cached"));
+    cache_[in] = arr;
+  }
+  KILN_RETURN_IF_ERROR(HoistPerRow(0));
+  for (int level = 1; level <= max_level_; ++level) {
+    KILN_RETURN_IF_ERROR(EmitPass(level, false));
+    KILN_RETURN_IF_ERROR(HoistPerRow(level));
+  }
+  KILN_RETURN_IF_ERROR(EmitPass(max_level_ + 1, true));
+  // Per-row outputs and combine partials: thread 0 of the group.
+  bool any_per_row = has_combine;
+  for (const Node* o : r_.outputs) any_per_row |= form_.at(o) == Form{true, false};
+  if (any_per_row) {
+    w_.Open("if (t == 0)");
+    for (const Node* o : r_.outputs) {
+      if (form_.at(o) != Form{true, false}) continue;
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, form_.at(o), -1));
+      w_.Line(absl::StrCat(out_names_.at(o), "[r] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
+                           Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
+    }
+    for (size_t k = 0; k < combines_.size(); ++k) {
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(combines_[k]->operand(0), Form{true, false}, -1));
+      w_.Line(absl::StrCat("kiln::CombinePartials(scratch)[r * ", combines_.size(), "LL + ", k, "] = ",
+                           Coerce(e, CType::kFloat).code, ";  // ", combines_[k]->name(), " partial"));
+    }
+    w_.Close();
+  }
+  w_.Close();  // rows
+  if (has_combine) {
+    w_.Line("// combine: the last block folds the per-row partials in a fixed order (deterministic)");
+    w_.Open("if (kiln::LastBlockDone(scratch))");
+    for (size_t k = 0; k < combines_.size(); ++k) {
+      const Node* c = combines_[k];
+      std::string var = w_.Fresh("v");
+      std::string value = absl::StrCat("kiln::CombineRows<", FunctorOf(c), ", kBlock>(kiln::CombinePartials(scratch), rows, ",
+                                       k, ", ", combines_.size(), ", smem)");
+      w_.Line(absl::StrCat("const float ", var, "_sum = ", value, ";"));
+      if (c->op() == OpKind::kReduceMean) {
+        w_.Line(absl::StrCat("const float ", var, " = ", var, "_sum / static_cast<float>(rows);  // ", c->name()));
+      } else {
+        w_.Line(absl::StrCat("const float ", var, " = ", var, "_sum;  // ", c->name()));
+      }
+      w_.Remember(absl::StrCat(c->name(), "@row"), var);
+    }
+    w_.Open("if (threadIdx.x == 0)");
+    for (const Node* o : r_.outputs) {
+      if (!combined_.at(o)) continue;
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, form_.at(o), -1));
+      w_.Line(absl::StrCat(out_names_.at(o), "[0] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
+                           Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
+    }
+    w_.Close();
+    w_.Line("kiln::ResetCombineCounter(scratch);");
+    w_.Close();
+    ks.has_scratch = true;
+    ks.scratch_fixed_bytes = 16;
+    ks.scratch_bytes_per_count = 4 * static_cast<int64_t>(combines_.size());
+  }
+  ks.count = R_;
+  ks.count_meaning = "rows";
+  ks.params = p_;
+  ks.launch.block = p_.block_size;
+  ks.launch.items_per_block = p_.block_size / G_;
+  ks.notes = notes_;
+  std::vector<std::string> includes = {"kiln_types.cuh", "pointwise.cuh", "row_reduce.cuh"};
+  if (uses_philox_) includes.push_back("kiln_philox.cuh");
+  std::vector<std::string> comment = {
+      absl::StrCat("kiln row_reduction kernel (row_reduce.cuh), row length ", N_, ", ", p_.ToString()),
+      "Generated by codegen/emit_row.cc from these nodes (form in the row space):"};
+  for (const Node* n : r_.nodes) comment.push_back(absl::StrCat("  ", NodeComment(n), "  [", FormName(form_.at(n)), "]"));
+  FinishKernel("row", includes, comment, p_.block_size, params, w_.text(), &ks);
+  return ks;
+}
+
+}  // namespace
+
+absl::StatusOr<KernelSource> EmitRowKernel(const Region& region, const KernelParams& params) {
+  RowEmitter e(region, params);
+  return e.Emit();
+}
+
+}  // namespace codegen_internal
+}  // namespace kiln

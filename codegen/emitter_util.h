@@ -1,0 +1,71 @@
+// Internal helpers shared by the emitters (codegen/emit_*.cc): a code writer with nested
+// scopes and a per-scope memo (a value computed in an outer scope is reused inside, a value
+// computed inside is forgotten when its scope closes), and row-major index arithmetic
+// emitted as C expressions over 64-bit linear indices.
+#ifndef KILN_CODEGEN_EMITTER_UTIL_H_
+#define KILN_CODEGEN_EMITTER_UTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_source.h"
+#include "codegen/pointwise_expr.h"
+#include "ir/graph.h"
+#include "passes/fusion/region.h"
+
+namespace kiln::codegen_internal {
+
+class CodeWriter {
+ public:
+  explicit CodeWriter(int indent = 1) : indent_(indent) { memo_.emplace_back(); }
+  void Line(const std::string& text);
+  // Writes "header {" and opens a scope; Close() writes "}" and forgets the scope's memo.
+  void Open(const std::string& header);
+  void Close();
+  // A fresh identifier "prefix<N>".
+  std::string Fresh(const std::string& prefix);
+  const std::string* Lookup(const std::string& key) const;
+  void Remember(const std::string& key, const std::string& value);
+  const std::string& text() const { return text_; }
+  int depth() const { return static_cast<int>(memo_.size()); }
+
+ private:
+  int indent_;
+  std::string text_;
+  std::vector<std::map<std::string, std::string>> memo_;
+  std::map<std::string, int> counters_;
+};
+
+// "((idx / stride) % extent)" with the trivial parts left out.
+std::string Coord(const std::string& idx, int64_t stride, int64_t extent, bool outermost);
+// The linear index in `to` (which numpy-broadcasts to `from`) of element `idx` of `from`.
+std::string BroadcastIndex(const Shape& from, const Shape& to, const std::string& idx);
+// "a + b + c" of the non-empty, non-"0" terms ("0" if none).
+std::string SumTerms(const std::vector<std::string>& terms);
+// "x * k" with k == 1 and k == 0 simplified.
+std::string Scale(const std::string& x, int64_t k);
+
+// The kernel's pointer parameters and args for `region` (inputs then outputs), with the
+// names "in<k>" / "out<k>" recorded in `names`.
+void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vector<std::string>* params,
+                   std::map<const Node*, std::string>* input_names,
+                   std::map<const Node*, std::string>* output_names);
+
+// Joins the pieces of a kernel: a header comment, #includes, the signature and the body, and
+// names it "kiln_<kind>_<hash of everything else>".
+void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& includes,
+                  const std::vector<std::string>& comment, int launch_bound,
+                  const std::vector<std::string>& params, const std::string& body, KernelSource* out);
+
+// The node's line for the header comment: "name = op(a, b)" (no shapes: the batch extent must
+// not change the source).
+std::string NodeComment(const Node* n);
+
+// Whether `n` (a region member) is an op the elementwise emitters handle.
+bool IsIndexRemapping(const Node* n);
+
+}  // namespace kiln::codegen_internal
+
+#endif  // KILN_CODEGEN_EMITTER_UTIL_H_

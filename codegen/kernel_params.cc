@@ -1,0 +1,149 @@
+#include "codegen/kernel_params.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ir/dtype.h"
+
+namespace kiln {
+
+uint64_t Fnv1a64(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string KernelParams::ToString() const {
+  return absl::StrCat("block=", block_size, " vec=", vector_width, " rows=", rows_per_block,
+                      " chunk=", chunk);
+}
+
+uint64_t KernelParams::Hash() const { return Fnv1a64(ToString()); }
+
+absl::Status ValidateParams(const KernelParams& p) {
+  if (p.block_size < 32 || p.block_size > 1024 || p.block_size % 32 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KernelParams ", p.ToString(), ": block size must be a multiple of 32 in [32, 1024]"));
+  }
+  if (p.vector_width < 1 || p.vector_width > 16 || (p.vector_width & (p.vector_width - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KernelParams ", p.ToString(), ": vector width must be a power of two in [1, 16]"));
+  }
+  if (p.rows_per_block != 1 && p.rows_per_block != p.block_size / 32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "KernelParams ", p.ToString(), ": rows per block must be 1 (a block per row) or block / 32 (a warp per row)"));
+  }
+  if (p.chunk < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(), ": chunk must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// 16 bytes / the smallest element among the region's inputs and outputs, at most 8, halved
+// until it divides `inner`.
+int VectorWidthFor(const Region& region, int64_t inner) {
+  int64_t smallest = 8;
+  for (const auto* list : {&region.inputs, &region.outputs}) {
+    for (const Node* n : *list) {
+      if (n->num_elements() > 1) smallest = std::min(smallest, ByteSize(n->dtype()));
+    }
+  }
+  int v = static_cast<int>(std::min<int64_t>(8, 16 / std::max<int64_t>(smallest, 1)));
+  while (v > 1 && (inner <= 0 || inner % v != 0)) v /= 2;
+  return v;
+}
+
+int64_t RowShapedInputs(const Region& region) {
+  int64_t count = 0;
+  for (const Node* n : region.inputs) count += n->num_elements() == region.rows * region.row_length;
+  return std::max<int64_t>(count, 1);
+}
+
+int RoundDownPow2(int64_t v) {
+  int p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
+  KernelParams p;
+  if (region.kind != RegionKind::kRowReduction) {
+    const Shape& s = region.space;
+    p.block_size = 256;
+    p.vector_width = VectorWidthFor(region, s.empty() ? 1 : s.back());
+    return p;
+  }
+  const int64_t n = region.row_length;
+  p.vector_width = VectorWidthFor(region, n);
+  if (n <= 1024) {
+    p.block_size = 256;
+    p.rows_per_block = p.block_size / 32;
+  } else {
+    p.block_size = std::clamp(RoundDownPow2(n / p.vector_width / 4), 128, 1024);
+    p.rows_per_block = 1;
+  }
+  const int64_t threads_per_row = p.rows_per_block == 1 ? p.block_size : 32;
+  const int64_t per_thread = (n + threads_per_row - 1) / threads_per_row;  // elements per thread
+  const bool fits = per_thread * RowShapedInputs(region) <= kRowCacheFloatsPerThread;
+  // Registers of one SM bound the rows in flight; the device's row budget says when to stream.
+  const bool within_budget = n * RowShapedInputs(region) <= device.RowBudgetValues() || device.RowBudgetValues() == 0;
+  if (fits && within_budget) {
+    p.chunk = 0;
+  } else {
+    // Streamed rows: 512 threads (at 1024 the unrolled online loop spills on sm_90), two
+    // vectors per thread per loop step.
+    if (p.rows_per_block == 1) p.block_size = std::min(p.block_size, 512);
+    const int64_t tpr = p.rows_per_block == 1 ? p.block_size : 32;
+    p.chunk = tpr * p.vector_width * 2;
+  }
+  return p;
+}
+
+std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec& device) {
+  std::vector<KernelParams> out = {DefaultParams(region, device)};
+  auto add = [&](KernelParams p) {
+    if (!ValidateParams(p).ok()) return;
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  const KernelParams d = out[0];
+  if (region.kind != RegionKind::kRowReduction) {
+    for (int block : {128, 512}) {
+      KernelParams p = d;
+      p.block_size = block;
+      add(p);
+    }
+    if (d.vector_width > 1) {
+      KernelParams p = d;
+      p.vector_width = d.vector_width / 2;
+      add(p);
+    }
+    return out;
+  }
+  for (int block : {d.block_size / 2, d.block_size * 2}) {
+    if (block < 32 || block > 1024) continue;
+    KernelParams p = d;
+    p.block_size = block;
+    if (d.rows_per_block != 1) p.rows_per_block = block / 32;
+    const int64_t tpr = p.rows_per_block == 1 ? block : 32;
+    if (p.chunk > 0) p.chunk = tpr * p.vector_width * 2;
+    add(p);
+  }
+  {
+    KernelParams p = d;  // the other caching choice
+    const int64_t tpr = p.rows_per_block == 1 ? p.block_size : 32;
+    p.chunk = d.chunk == 0 ? tpr * p.vector_width * 2 : 0;
+    const int64_t per_thread = (region.row_length + tpr - 1) / tpr;
+    if (p.chunk > 0 || per_thread * RowShapedInputs(region) <= 4 * kRowCacheFloatsPerThread) add(p);
+  }
+  return out;
+}
+
+}  // namespace kiln

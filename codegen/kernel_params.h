@@ -1,0 +1,69 @@
+// KernelParams: how a region's kernel is launched and tiled, as a hashable value (DESIGN.md §5,
+// practice 11): passes decide *what* is fused, the autotuner (later) picks among
+// CandidateParams() *how* it runs. DefaultParams() is the heuristic used without tuning.
+//
+//   block_size      threads per block (a multiple of 32, at most 1024)
+//   vector_width    elements each thread moves per access (16-byte loads for bf16 at 8); the
+//                   emitter falls back to 1 where the innermost extent is not a multiple of it
+//   rows_per_block  row kernels: rows a block owns at once; 1 = one row per block (the block
+//                   reduces), block_size / 32 = one row per warp (short rows); others refused
+//   chunk           row kernels: 0 = the whole row is cached on chip (registers) across the
+//                   passes; > 0 = the row is streamed from global memory, `chunk` elements per
+//                   loop step (a multiple of threads-per-row x vector_width; the multiple is
+//                   the loop's unroll factor)
+#ifndef KILN_CODEGEN_KERNEL_PARAMS_H_
+#define KILN_CODEGEN_KERNEL_PARAMS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "passes/cost/device_spec.h"
+#include "passes/fusion/region.h"
+
+namespace kiln {
+
+struct KernelParams {
+  int block_size = 256;
+  int vector_width = 1;
+  int rows_per_block = 1;
+  int64_t chunk = 0;
+
+  // "block=256 vec=8 rows=1 chunk=0".
+  std::string ToString() const;
+  // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).
+  uint64_t Hash() const;
+  bool operator==(const KernelParams& other) const {
+    return block_size == other.block_size && vector_width == other.vector_width &&
+           rows_per_block == other.rows_per_block && chunk == other.chunk;
+  }
+  bool operator!=(const KernelParams& other) const { return !(*this == other); }
+};
+
+// Checks the ranges above (not the fit to a region: EmitKernel does that).
+absl::Status ValidateParams(const KernelParams& params);
+
+// The heuristic default for `region` on `device`:
+//  * elementwise kinds: 256 threads, vector = 16 bytes / the smallest element size among the
+//    region's inputs and outputs (at most 8), halved until it divides the innermost extent.
+//  * row reductions: vector as above (dividing N); rows of at most 1024 elements go one per
+//    warp (8 rows per 256-thread block); longer rows one per block with block = clamp(N / V / 4,
+//    128, 1024) rounded to a power of two. The row is cached when the row-shaped inputs fit
+//    kRowCacheFloatsPerThread per thread, else streamed (chunk = threads x V x 2, at most 512
+//    threads).
+KernelParams DefaultParams(const Region& region, const DeviceSpec& device);
+
+// A small list for a later autotuner (the default first, no duplicates, all valid for the region).
+std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec& device);
+
+// Per-thread budget, in f32 values, of row-shaped inputs cached in registers by a row kernel
+// (64 of the 255 registers a thread may use, leaving room for addressing and the prologue).
+inline constexpr int64_t kRowCacheFloatsPerThread = 64;
+
+// 64-bit FNV-1a, the hash used for kernel names and params.
+uint64_t Fnv1a64(const std::string& text);
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_KERNEL_PARAMS_H_

@@ -1,0 +1,90 @@
+// KernelSource: a region's generated CUDA and everything the runtime needs to launch it.
+//
+// ===== Kernel ABI (the contract the runtime launches by, with cuLaunchKernel) =====
+//
+//   extern "C" __global__ void NAME(const T0* __restrict__ in0, ..., const Tk* __restrict__ ink,
+//                                   U0* __restrict__ out0, ..., Um* __restrict__ outm,
+//                                   [void* __restrict__ scratch,]
+//                                   long long count)
+//
+//  * Pointer parameters follow `args`: the region's inputs in Region::inputs order, then its
+//    outputs in Region::outputs order. Each points to a dense row-major tensor of the arg's
+//    dtype and shape (storage types: f32 float, f16 __half, bf16 __nv_bfloat16, i32 int,
+//    i64 long long, bool unsigned char 0/1). Every pointer must be 16-byte aligned (the
+//    vectorised loads rely on it; cuMemAlloc gives 256). Outputs must not alias inputs or each
+//    other. A tensor read and written by the same region never occurs (regions are acyclic).
+//  * `scratch` is present iff scratch_fixed_bytes > 0: ScratchBytes(count) bytes of device
+//    memory, 16-byte aligned, whose first 16 bytes are zero before the FIRST launch (the kernel
+//    leaves them zero again on exit, so the runtime zeroes it once at allocation). It holds the
+//    last-block-done counter and the per-row partials of a deterministic combine
+//    (templates/row_reduce.cuh).
+//  * `count` is the run-time extent named by count_meaning: the number of elements of the
+//    iteration space (pointwise, layout, other reductions) or the number of rows (row
+//    reductions). It is a run-time argument so a new batch size reuses the kernel; the region's
+//    own value is `count`.
+//  * Launch: grid = launch.Grid(count) blocks (1-D), launch.block threads (1-D), and
+//    launch.dynamic_smem_bytes of dynamic shared memory (0 today: kernels use static shared
+//    memory below 48 KB, so no cuFuncSetAttribute is needed). Every kernel is a grid-stride
+//    loop, so any grid >= 1 is correct; Grid() is the one that covers count in one sweep.
+//  * Every output element is written exactly once per launch; no output is read.
+//
+// The name is "kiln_<kind>_<16 hex digits>", the hash of the source body (itself a pure
+// function of the region's nodes, dtypes, non-batch extents and the KernelParams), so the same
+// region always gives the same name and source, and equal kernels share one name.
+#ifndef KILN_CODEGEN_KERNEL_SOURCE_H_
+#define KILN_CODEGEN_KERNEL_SOURCE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_params.h"
+#include "ir/dtype.h"
+#include "ir/shape.h"
+#include "passes/fusion/region.h"
+
+namespace kiln {
+
+struct KernelArg {
+  std::string tensor;  // the node name of the tensor
+  DType dtype = DType::kF32;
+  Shape shape;
+  bool is_output = false;
+};
+
+struct LaunchRule {
+  int block = 256;                // threads per block
+  int64_t items_per_block = 256;  // count units one block covers in one sweep
+  int64_t max_grid = 2147483647;  // the grid's x limit
+  int dynamic_smem_bytes = 0;
+
+  // ceil(count / items_per_block), clamped to [1, max_grid].
+  int64_t Grid(int64_t count) const;
+  std::string ToString() const;
+};
+
+struct KernelSource {
+  std::string name;    // the extern "C" entry symbol
+  std::string source;  // complete CUDA translation unit (#includes the embedded templates)
+  RegionKind kind = RegionKind::kPointwise;
+  std::string template_name;      // e.g. "row_reduce.cuh"
+  std::vector<KernelArg> args;    // pointer parameters in order
+  bool has_scratch = false;
+  std::string count_meaning;      // "elements" or "rows"
+  int64_t count = 0;              // the region's own value of the count argument
+  LaunchRule launch;
+  int64_t scratch_fixed_bytes = 0;      // scratch = fixed + per_count * count (0: no scratch)
+  int64_t scratch_bytes_per_count = 0;
+  KernelParams params;            // as used (after the emitter's fallbacks, e.g. vector 1)
+  std::vector<std::string> notes; // emitter decisions worth showing (cached/streamed, fallbacks)
+
+  int64_t ScratchBytes(int64_t run_count) const {
+    return has_scratch ? scratch_fixed_bytes + scratch_bytes_per_count * run_count : 0;
+  }
+  // One line per arg and the launch rule, for dumps and tests.
+  std::string Signature() const;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_KERNEL_SOURCE_H_

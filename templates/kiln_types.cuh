@@ -1,0 +1,164 @@
+// kiln_types.cuh: the small vocabulary every kiln kernel is written in.
+//  * dtype helpers: storage types (float, __half, __nv_bfloat16, int, long long, and bool as
+//    unsigned char) and their compute types (float for every float dtype, long long for every
+//    integer dtype, bool for bool). Loads widen to the compute type (ToCompute), stores
+//    narrow with round-to-nearest-even (FromCompute), exactly as ir/dtype.h does on the host.
+//  * 16-byte vector loads and stores of V consecutive elements (LoadVec / StoreVec), split into
+//    naturally aligned chunks of at most 16 bytes.
+//  * constants without INFINITY (NVRTC does not define it): kInfF / kNegInfF / kNaNF.
+//  * functors with one formula comment each (Sum, Max, Min) and warp / block reductions over
+//    them built from warp shuffles and a 32-float shared-memory scratch.
+// Everything is a small __device__ function; the generated kernels #include this file by name
+// (it is handed to NVRTC as an embedded header, templates/CMakeLists.txt).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace kiln {
+
+// ---- constants --------------------------------------------------------------------------
+__device__ __forceinline__ float kInfF() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float kNegInfF() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float kNaNF() { return __int_as_float(0x7fffffff); }
+
+// ---- compute <- storage -----------------------------------------------------------------
+__device__ __forceinline__ float ToCompute(float x) { return x; }
+__device__ __forceinline__ float ToCompute(__half x) { return __half2float(x); }
+__device__ __forceinline__ float ToCompute(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ long long ToCompute(int x) { return static_cast<long long>(x); }
+__device__ __forceinline__ long long ToCompute(long long x) { return x; }
+__device__ __forceinline__ bool ToCompute(unsigned char x) { return x != 0; }
+
+// ---- storage <- compute (round to nearest even for f16/bf16, wrap for i32) ----------------
+template <class T> __device__ __forceinline__ T FromCompute(float x);
+template <> __device__ __forceinline__ float FromCompute<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half FromCompute<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 FromCompute<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <class T> __device__ __forceinline__ T FromCompute(long long x);
+template <> __device__ __forceinline__ int FromCompute<int>(long long x) {
+  return static_cast<int>(static_cast<unsigned int>(static_cast<unsigned long long>(x)));
+}
+template <> __device__ __forceinline__ long long FromCompute<long long>(long long x) { return x; }
+template <class T> __device__ __forceinline__ T FromCompute(bool x);
+template <> __device__ __forceinline__ unsigned char FromCompute<unsigned char>(bool x) {
+  return x ? 1 : 0;
+}
+
+// ---- vector loads and stores --------------------------------------------------------------
+// A chunk of kBytes bytes moved by one instruction (ld/st.global.v4.u32 for 16 bytes).
+template <int kBytes> struct Chunk;
+template <> struct Chunk<16> { using Type = uint4; };
+template <> struct Chunk<8> { using Type = uint2; };
+template <> struct Chunk<4> { using Type = unsigned int; };
+template <> struct Chunk<2> { using Type = unsigned short; };
+template <> struct Chunk<1> { using Type = unsigned char; };
+
+// Loads V consecutive elements p[0..V) and widens them to the compute type.
+// Requires p to be aligned to min(16, V * sizeof(T)) bytes: the caller guarantees it by
+// starting every vector at an element offset that is a multiple of V in a 16-byte aligned buffer.
+template <class T, int V, class C>
+__device__ __forceinline__ void LoadVec(const T* __restrict__ p, C (&out)[V]) {
+  static_assert(V >= 1 && (V & (V - 1)) == 0, "vector width must be a power of two");
+  constexpr int kTotal = V * static_cast<int>(sizeof(T));
+  constexpr int kBytes = kTotal < 16 ? kTotal : 16;
+  static_assert(kTotal % kBytes == 0, "a vector is a whole number of chunks");
+  using ChunkT = typename Chunk<kBytes>::Type;
+  constexpr int kPerChunk = kBytes / static_cast<int>(sizeof(T));
+  static_assert(kPerChunk >= 1, "an element never straddles two chunks");
+#pragma unroll
+  for (int k = 0; k < kTotal / kBytes; ++k) {
+    ChunkT bits = reinterpret_cast<const ChunkT*>(p)[k];
+    const T* elems = reinterpret_cast<const T*>(&bits);
+#pragma unroll
+    for (int j = 0; j < kPerChunk; ++j) out[k * kPerChunk + j] = ToCompute(elems[j]);
+  }
+}
+
+// Narrows V compute values to T and stores them at p[0..V); same alignment rule as LoadVec.
+template <class T, int V, class C>
+__device__ __forceinline__ void StoreVec(T* __restrict__ p, const C (&in)[V]) {
+  static_assert(V >= 1 && (V & (V - 1)) == 0, "vector width must be a power of two");
+  constexpr int kTotal = V * static_cast<int>(sizeof(T));
+  constexpr int kBytes = kTotal < 16 ? kTotal : 16;
+  using ChunkT = typename Chunk<kBytes>::Type;
+  constexpr int kPerChunk = kBytes / static_cast<int>(sizeof(T));
+#pragma unroll
+  for (int k = 0; k < kTotal / kBytes; ++k) {
+    ChunkT bits;
+    T* elems = reinterpret_cast<T*>(&bits);
+#pragma unroll
+    for (int j = 0; j < kPerChunk; ++j) elems[j] = FromCompute<T>(in[k * kPerChunk + j]);
+    reinterpret_cast<ChunkT*>(p)[k] = bits;
+  }
+}
+
+// ---- reduction functors ---------------------------------------------------------------------
+// Sum: y = a + b; identity 0.
+struct Sum {
+  __device__ __forceinline__ static float Identity() { return 0.0f; }
+  __device__ __forceinline__ static float Apply(float a, float b) { return a + b; }
+};
+// Max: y = NaN if a or b is NaN, else max(a, b); identity -inf (the interpreter's rule).
+struct Max {
+  __device__ __forceinline__ static float Identity() { return kNegInfF(); }
+  __device__ __forceinline__ static float Apply(float a, float b) {
+    return (a != a) ? a : ((b != b) ? b : (b > a ? b : a));
+  }
+};
+// Min: y = NaN if a or b is NaN, else min(a, b); identity +inf.
+struct Min {
+  __device__ __forceinline__ static float Identity() { return kInfF(); }
+  __device__ __forceinline__ static float Apply(float a, float b) {
+    return (a != a) ? a : ((b != b) ? b : (b < a ? b : a));
+  }
+};
+
+// ---- warp and block reductions ------------------------------------------------------------
+// Butterfly over the 32 lanes of a full warp, then lane 0's result broadcast, so every lane
+// holds the same bits even for an Op that is not bitwise commutative (Max on +0/-0).
+// The order of combination is fixed, so the result is deterministic run to run.
+template <class Op>
+__device__ __forceinline__ float WarpReduce(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    v = Op::Apply(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+// Reduces v over the kBlock threads of the block and returns the result in every thread.
+// `smem` holds at least 32 floats; it may be reused right after the call returns (the
+// trailing barrier protects it). Every thread of the block must call it.
+template <class Op, int kBlock>
+__device__ __forceinline__ float BlockReduce(float v, float* smem) {
+  static_assert(kBlock % 32 == 0, "BlockReduce needs whole warps (the shuffles use a full mask)");
+  static_assert(kBlock >= 32 && kBlock <= 1024, "a block has 32 to 1024 threads");
+  constexpr int kWarps = kBlock / 32;
+  v = WarpReduce<Op>(v);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  // Every warp reduces the per-warp partials in the same order: all threads get equal bits.
+  float r = lane < kWarps ? smem[lane] : Op::Identity();
+  r = WarpReduce<Op>(r);
+  __syncthreads();
+  return r;
+}
+
+// A reduction over a group of kThreads consecutive threads that own one row: a warp (32) or
+// the whole block (kThreads == kBlock). Returns the result in every thread of the group.
+template <class Op, int kThreads, int kBlock>
+__device__ __forceinline__ float GroupReduce(float v, float* smem) {
+  static_assert(kThreads == 32 || kThreads == kBlock,
+                "a row is owned by one warp or by the whole block");
+  if constexpr (kThreads == 32) {
+    return WarpReduce<Op>(v);
+  } else {
+    return BlockReduce<Op, kBlock>(v, smem);
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,91 @@
+// KernelParams as values (ToString, Hash, ==), the default heuristic on the examples, the
+// refusal of kinds without a kernel, and the ptxas -v parser.
+#include "codegen/kernel_params.h"
+
+#include "codegen/emit_kernel.h"
+#include "gtest/gtest.h"
+#include "runtime/nvrtc_compile.h"
+#include "tests/codegen/codegen_test_util.h"
+
+namespace kiln {
+namespace {
+
+TEST(KernelParamsTest, ValueSemantics) {
+  KernelParams a{256, 8, 1, 0}, b{256, 8, 1, 0}, c{256, 4, 1, 0};
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(a.Hash(), b.Hash());
+  EXPECT_NE(a.Hash(), c.Hash());
+  EXPECT_EQ(a.ToString(), "block=256 vec=8 rows=1 chunk=0");
+  EXPECT_EQ(Fnv1a64(""), 1469598103934665603ull);  // stable across processes: it names kernels
+  EXPECT_FALSE(ValidateParams(KernelParams{100, 8, 1, 0}).ok());
+  EXPECT_FALSE(ValidateParams(KernelParams{256, 3, 1, 0}).ok());
+  EXPECT_FALSE(ValidateParams(KernelParams{256, 8, 3, 0}).ok());
+  EXPECT_TRUE(ValidateParams(KernelParams{256, 8, 8, 0}).ok());
+}
+
+TEST(KernelParamsTest, DefaultsAndCandidatesAreValidForEveryExampleRegion) {
+  for (const char* name : {"softmax", "softmax_xent", "layernorm", "bias_gelu", "transformer_block"}) {
+    Analysis a = testing_codegen::AnalyzeFile(std::string(KILN_SOURCE_DIR) + "/examples/" + name + ".json");
+    for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+      std::vector<KernelParams> candidates = CandidateParams(*r, a.plan.device);
+      ASSERT_FALSE(candidates.empty());
+      EXPECT_EQ(candidates[0], DefaultParams(*r, a.plan.device));
+      for (const KernelParams& p : candidates) EXPECT_TRUE(ValidateParams(p).ok()) << name << " " << p.ToString();
+    }
+  }
+  // The 128256-long cross-entropy row does not fit on chip: it is streamed.
+  Analysis xent = testing_codegen::AnalyzeFile(std::string(KILN_SOURCE_DIR) + "/examples/softmax_xent.json");
+  const Region* row = testing_codegen::KernelRegions(xent.plan).at(0);
+  EXPECT_GT(DefaultParams(*row, xent.plan.device).chunk, 0);
+}
+
+TEST(EmitKernelTest, KindsWithoutAKernelAreRefusedByName) {
+  Analysis a = testing_codegen::AnalyzeFile(std::string(KILN_SOURCE_DIR) + "/examples/small/transformer_block.json");
+  int refused = 0;
+  for (const Region& r : a.plan.regions) {
+    if (HasKernel(r.kind)) continue;
+    auto ks = EmitKernel(r, *a.graph, KernelParams{});
+    ASSERT_FALSE(ks.ok());
+    EXPECT_EQ(ks.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_NE(std::string(ks.status().message()).find(RegionKindName(r.kind)), std::string::npos);
+    ++refused;
+  }
+  EXPECT_GT(refused, 0);
+}
+
+TEST(EmitKernelTest, SameRegionGivesSameSourceAndBatchSizeDoesNotChangeIt) {
+  auto emit = [](const std::string& rows) {
+    Analysis a = testing_codegen::AnalyzeText("graph s(x: bf16[" + rows + ",256]) { y = softmax(x) {axis = -1}\n return y }");
+    const Region* r = testing_codegen::KernelRegions(a.plan).at(0);
+    auto ks = EmitKernel(*r, *a.graph, DefaultParams(*r, a.plan.device));
+    EXPECT_TRUE(ks.ok()) << ks.status();
+    return *ks;
+  };
+  KernelSource a = emit("64"), b = emit("64"), c = emit("4096");
+  EXPECT_EQ(a.source, b.source);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.name, c.name) << "the row count is a run-time argument";
+  EXPECT_EQ(c.count, 4096);
+  EXPECT_EQ(c.count_meaning, "rows");
+}
+
+TEST(NvrtcLogTest, ParsesPtxasInfo) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90a'\n"
+      "ptxas info    : Used 99 registers\n"
+      "ptxas info    : Compiling entry function 'mine' for 'sm_90a'\n"
+      "ptxas info    : Function properties for mine\n"
+      "ptxas         .     16 bytes stack frame, 12 bytes spill stores, 8 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 260 bytes smem, 400 bytes cmem[0]\n";
+  PtxasInfo info = ParsePtxasInfo(log, "mine");
+  EXPECT_EQ(info.registers, 40);
+  EXPECT_EQ(info.spill_store_bytes, 12);
+  EXPECT_EQ(info.spill_load_bytes, 8);
+  EXPECT_EQ(info.stack_frame_bytes, 16);
+  EXPECT_EQ(info.static_smem_bytes, 260);
+}
+
+}  // namespace
+}  // namespace kiln

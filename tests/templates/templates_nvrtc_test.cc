@@ -1,0 +1,125 @@
+// Every template compiles on its own with NVRTC for sm_90a (no GPU needed): a tiny kernel per
+// template includes it by name and instantiates its pieces.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "runtime/nvrtc_compile.h"
+#include "templates/embedded_templates.h"
+
+namespace kiln {
+namespace {
+
+struct TemplateUse {
+  std::string header;
+  std::string body;  // a kernel that uses it
+  std::string kernel;  // its name
+};
+
+std::vector<TemplateUse> Uses() {
+  return {
+      {"kiln_types.cuh", R"(
+extern "C" __global__ void __launch_bounds__(256) use_types(const __nv_bfloat16* x, __half* y, float* z) {
+  __shared__ float smem[32];
+  float v[8];
+  kiln::LoadVec<__nv_bfloat16, 8>(x + threadIdx.x * 8, v);
+  kiln::StoreVec<__half, 8>(y + threadIdx.x * 8, v);
+  float s = kiln::BlockReduce<kiln::Sum, 256>(v[0], smem);
+  float m = kiln::GroupReduce<kiln::Max, 32, 256>(v[1], smem);
+  float n = kiln::BlockReduce<kiln::Min, 256>(v[2] + kiln::kInfF() * 0.0f, smem);
+  if (threadIdx.x == 0) z[blockIdx.x] = s + m + n + kiln::kNaNF();
+})", "use_types"},
+      {"kiln_philox.cuh", R"(
+extern "C" __global__ void use_philox(unsigned int* out, float* y, const float* x) {
+  kiln::Philox4 w = kiln::DropoutWords(1234ULL, 7ULL, threadIdx.x);
+  out[threadIdx.x] = w.w[0] ^ w.w[3];
+  bool keep = kiln::DropoutKeep(1ULL, 2ULL, threadIdx.x, 429496729u, false, false);
+  y[threadIdx.x] = kiln::DropoutApply(x[threadIdx.x], keep, 0x1.19999ap+0f);
+})", "use_philox"},
+      {"pointwise.cuh", R"(
+extern "C" __global__ void use_pointwise(const float* x, long long* q, float* y, long long count) {
+  for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
+    const float a = x[i];
+    y[i] = kiln::Gelu(a) + kiln::GeluTanh(a) + kiln::Silu(a) + kiln::Sigmoid(a) + kiln::Relu(a) +
+           kiln::MaxNaN(a, 1.0f) + kiln::MinNaN(a, 0.0f) + kiln::Rsqrt(a) + kiln::RoundToF16(a) +
+           kiln::RoundToBF16(a);
+    q[i] = kiln::WrapAdd(kiln::FloatToI64(a), kiln::FloatToI32(a)) + kiln::IntDiv(i, 3) +
+           kiln::WrapI32(kiln::WrapMul(i, i)) + kiln::WrapAbs(-i);
+  }
+})", "use_pointwise"},
+      {"row_reduce.cuh", R"(
+extern "C" __global__ void __launch_bounds__(512) use_row(const float* x, float* y, void* scratch, long long rows) {
+  __shared__ float smem[64];
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    float v[4] = {x[r * 2048 + threadIdx.x], 1.0f, 2.0f, 3.0f};
+    kiln::MaxSum ms = kiln::MaxSumAdd(kiln::MaxSumIdentity(), v[0]);
+    ms = kiln::MaxSumAddVec<4>(ms, v);
+    ms = kiln::MaxSumFinish(kiln::GroupReduceMaxSum<512, 512>(ms, smem));
+    if (threadIdx.x == 0) kiln::CombinePartials(scratch)[r] = ms.m + logf(ms.s);
+  }
+  if (kiln::LastBlockDone(scratch)) {
+    float total = kiln::CombineRows<kiln::Sum, 512>(kiln::CombinePartials(scratch), rows, 0, 1, smem);
+    if (threadIdx.x == 0) y[0] = total;
+    kiln::ResetCombineCounter(scratch);
+  }
+})", "use_row"},
+      {"col_reduce.cuh", R"(
+extern "C" __global__ void use_col(const float* x, const long long* q, float* y, long long* z, long long count) {
+  for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
+    float acc = kiln::Sum::Identity();
+    long long iacc = kiln::MaxI64::Identity(), jacc = kiln::MinI32::Identity();
+    for (long long k = 0; k < 16; ++k) {
+      acc = kiln::Fold<kiln::Sum>(acc, x[k * count + i]);
+      iacc = kiln::MaxI64::Apply(iacc, q[k * count + i]);
+      jacc = kiln::MinI32::Apply(jacc, kiln::SumI64::Apply(q[i], kiln::MaxI32::Identity() + kiln::MinI64::Identity()));
+    }
+    y[i] = acc;
+    z[i] = iacc + jacc;
+  }
+})", "use_col"},
+      {"layout.cuh", R"(
+extern "C" __global__ void use_layout(const __half* x, __half* y, const long long* idx, long long count) {
+  for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
+    y[i] = x[kiln::GatherIndex(idx[i % 4], 10) * 3 + kiln::ClampIndex(i - 5, 3)];
+  }
+})", "use_layout"},
+  };
+}
+
+TEST(TemplatesNvrtcTest, EveryTemplateCompilesOnItsOwnForSm90a) {
+  const auto& templates = EmbeddedTemplates();
+  for (const TemplateUse& use : Uses()) {
+    bool found = false;
+    for (const auto& t : templates) found |= t.first == use.header;
+    EXPECT_TRUE(found) << use.header << " is not embedded";
+    const std::string source = "#include \"" + use.header + "\"\n" + use.body + "\n";
+    auto compiled = CompileCuda(use.kernel, source, "sm_90a");
+    ASSERT_TRUE(compiled.ok()) << use.header << ":\n" << compiled.status();
+    EXPECT_FALSE(compiled->cubin.empty()) << use.header;
+    EXPECT_GT(compiled->registers, 0) << use.header << "\n" << compiled->log;
+    std::printf("%-16s %7.1f ms  %3d registers  %lld spill bytes\n", use.header.c_str(), compiled->compile_ms,
+                compiled->registers, static_cast<long long>(compiled->spill_store_bytes));
+  }
+  // Every embedded template has a use above.
+  for (const auto& t : templates) {
+    bool used = false;
+    for (const TemplateUse& use : Uses()) used |= use.header == t.first;
+    EXPECT_TRUE(used) << t.first << " has no self-test kernel here";
+  }
+}
+
+TEST(TemplatesNvrtcTest, CompileErrorNamesTheKernelAndCarriesTheLog) {
+  auto compiled = CompileCuda("broken_kernel", "extern \"C\" __global__ void broken_kernel() { undefined_name(); }", "sm_90a");
+  ASSERT_FALSE(compiled.ok());
+  const std::string message(compiled.status().message());
+  EXPECT_NE(message.find("broken_kernel"), std::string::npos) << message;
+  EXPECT_NE(message.find("undefined_name"), std::string::npos) << message;
+}
+
+TEST(TemplatesNvrtcTest, RefusesVirtualArchitectures) {
+  auto compiled = CompileCuda("k", "extern \"C\" __global__ void k() {}", "compute_90");
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_NE(std::string(compiled.status().message()).find("empty CUBIN"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
