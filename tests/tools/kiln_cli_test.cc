@@ -1,0 +1,293 @@
+// The `kiln` binary end to end, run as a subprocess: what a user types, what they see, and
+// the exit codes (0 ok, 1 failure, 2 bad input or usage).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontends/json/json_graph.h"
+#include "gtest/gtest.h"
+#include "ir/interpreter.h"
+#include "tools/tensor_io.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A fresh folder per test, under the test temp dir.
+fs::path TestDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  fs::path dir = fs::path(::testing::TempDir()) / "kiln_cli_test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+Result RunKiln(const std::string& args) {
+  fs::path err_path = fs::path(::testing::TempDir()) / ("kiln_cli_test_stderr_" + std::to_string(getpid()));
+  std::string command = Quote(KILN_BINARY) + " " + args + " 2>" + Quote(err_path.string());
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  result.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+  return result;
+}
+
+std::string Example(const std::string& name) {
+  return (fs::path(KILN_SOURCE_DIR) / "examples" / name).string();
+}
+
+std::vector<std::string> SmallExamples() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(fs::path(KILN_SOURCE_DIR) / "examples" / "small")) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void WriteText(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+class SmallExampleTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SmallExampleTest, CheckPrintsTheGraph) {
+  Result r = RunKiln("check " + Quote(Example("small/" + GetParam() + ".json")));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("graph " + GetParam() + "(", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("  return "), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_P(SmallExampleTest, RunReferencePrintsStatistics) {
+  std::string path = Example("small/" + GetParam() + ".json");
+  Result r = RunKiln("run --reference --random 1 " + Quote(path));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto graph = ImportJsonGraphFile(path);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  for (const Graph::Output& output : (*graph)->outputs()) {
+    std::string header = output.name + ": " + DTypeName(output.node->dtype()) +
+                         ShapeToString(output.node->shape()) + "\n  min=";
+    EXPECT_NE(r.out.find(header), std::string::npos) << header << " missing in\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("inputs: random, seed 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" nan=0 inf=0 first=["), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("time: import "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ms, interpret "), std::string::npos) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, SmallExampleTest, ::testing::ValuesIn(SmallExamples()),
+                         [](const auto& info) { return info.param; });
+
+TEST(KilnCliTest, EveryExampleHasASmallVersion) {
+  std::vector<std::string> full;
+  for (const auto& entry : fs::directory_iterator(fs::path(KILN_SOURCE_DIR) / "examples")) {
+    if (entry.path().extension() == ".json") full.push_back(entry.path().stem().string());
+  }
+  std::sort(full.begin(), full.end());
+  EXPECT_EQ(full, SmallExamples());
+  EXPECT_NE(std::find(full.begin(), full.end(), "transformer_block"), full.end());
+}
+
+TEST(KilnCliTest, HelpAndVersion) {
+  Result r = RunKiln("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("usage: kiln <command>"), std::string::npos) << r.out;
+  for (const char* command : {"check", "run", "compile", "dump", "bench", "tune"}) {
+    Result help = RunKiln(std::string(command) + " --help");
+    EXPECT_EQ(help.exit_code, 0) << command;
+    EXPECT_EQ(help.out.rfind(std::string("usage: kiln ") + command, 0), 0u) << help.out;
+  }
+  Result v = RunKiln("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind("kiln ", 0), 0u) << v.out;
+}
+
+TEST(KilnCliTest, UsageErrorsExitTwo) {
+  Result none = RunKiln("");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("usage:"), std::string::npos);
+
+  Result unknown_command = RunKiln("frobnicate x.json");
+  EXPECT_EQ(unknown_command.exit_code, 2);
+  EXPECT_NE(unknown_command.err.find("unknown command \"frobnicate\""), std::string::npos);
+
+  Result unknown_flag = RunKiln("run --reference --fast " + Quote(Example("small/softmax.json")));
+  EXPECT_EQ(unknown_flag.exit_code, 2);
+  EXPECT_NE(unknown_flag.err.find("kiln run: error: unknown flag --fast"), std::string::npos)
+      << unknown_flag.err;
+
+  Result check_flag = RunKiln("check --verbose " + Quote(Example("small/softmax.json")));
+  EXPECT_EQ(check_flag.exit_code, 2);
+
+  Result missing = RunKiln("check");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("kiln check: error: missing GRAPH"), std::string::npos) << missing.err;
+
+  Result two = RunKiln("run --reference a.json b.json");
+  EXPECT_EQ(two.exit_code, 2);
+
+  Result no_value = RunKiln("run --reference " + Quote(Example("small/softmax.json")) + " --random");
+  EXPECT_EQ(no_value.exit_code, 2);
+  EXPECT_NE(no_value.err.find("--random needs a value"), std::string::npos) << no_value.err;
+
+  Result bad_seed = RunKiln("run --reference --random x " + Quote(Example("small/softmax.json")));
+  EXPECT_EQ(bad_seed.exit_code, 2);
+
+  Result both = RunKiln("run --reference --random 1 --inputs /tmp " +
+                        Quote(Example("small/softmax.json")));
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
+}
+
+TEST(KilnCliTest, BadGraphExitsTwoWithThePlace) {
+  fs::path dir = TestDir();
+  fs::path graph = dir / "bad.json";
+  WriteText(graph, R"({"kiln_graph": 1, "name": "bad",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}],
+    "nodes": [{"name": "y", "op": "gelu_tanhh", "inputs": ["x"]}],
+    "outputs": ["y"]})");
+  for (std::string command : {"check", "run"}) {
+    Result r = RunKiln(command + (command == "run" ? " --reference " : " ") + Quote(graph.string()));
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_EQ(r.err.rfind("kiln " + command + ": error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("gelu_tanhh"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nodes[0]"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  fs::path malformed = dir / "malformed.json";
+  WriteText(malformed, "{\"kiln_graph\": 1, ");
+  EXPECT_EQ(RunKiln("check " + Quote(malformed.string())).exit_code, 2);
+  EXPECT_EQ(RunKiln("check " + Quote((dir / "missing.json").string())).exit_code, 2);
+  WriteText(dir / "graph.txt", "graph g() {}");
+  EXPECT_EQ(RunKiln("check " + Quote((dir / "graph.txt").string())).exit_code, 2);  // unknown format
+}
+
+TEST(KilnCliTest, NotBuiltYetExitsOne) {
+  std::string graph = Quote(Example("small/softmax.json"));
+  struct Case {
+    std::string args;
+    std::string issue;
+  };
+  for (const Case& c : {Case{"compile " + graph, "issue 4"}, Case{"dump " + graph, "issue 3"},
+                        Case{"bench " + graph, "issue 4"}, Case{"tune " + graph, "issue 4"},
+                        Case{"run " + graph, "issue 4"}}) {
+    Result r = RunKiln(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args;
+    EXPECT_NE(r.err.find("not built yet"), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.issue), std::string::npos) << c.args << ": " << r.err;
+  }
+}
+
+// The same values through --random, through --inputs (.npy and .bin mixed), and in process.
+TEST(KilnCliTest, InputsAndOutputsRoundTrip) {
+  fs::path dir = TestDir();
+  std::string path = Example("small/transformer_block.json");
+  auto graph = ImportJsonGraphFile(path);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::map<std::string, Tensor> inputs = RandomInputs(**graph, 5);
+  fs::path in = dir / "in";
+  fs::create_directories(in);
+  bool npy = true;
+  for (const auto& [name, tensor] : inputs) {
+    fs::path file = in / (name + (npy ? ".npy" : ".bin"));
+    ASSERT_TRUE((npy ? WriteNpyTensor(file.string(), tensor) : WriteRawTensor(file.string(), tensor)).ok());
+    npy = !npy;
+  }
+  Result random = RunKiln("run --reference --random 5 --outputs " + Quote((dir / "out_random").string()) +
+                          " " + Quote(path));
+  ASSERT_EQ(random.exit_code, 0) << random.err;
+  Result read = RunKiln("run --reference --inputs " + Quote(in.string()) + " --outputs " +
+                        Quote((dir / "out_read").string()) + " " + Quote(path));
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  EXPECT_NE(read.out.find("inputs: read from "), std::string::npos);
+
+  auto expected = Interpret(**graph, inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (size_t i = 0; i < expected->size(); ++i) {
+    const std::string& name = (*graph)->outputs()[i].name;
+    const Tensor& want = (*expected)[i];
+    for (const fs::path& out : {dir / "out_random", dir / "out_read"}) {
+      auto bin = ReadTensorFile((out / (name + ".bin")).string(), want.dtype(), want.shape());
+      ASSERT_TRUE(bin.ok()) << bin.status();
+      EXPECT_TRUE(bin->BitwiseEqual(want)) << out << " " << name << ".bin";
+      auto npy_file = ReadTensorFile((out / (name + ".npy")).string(), want.dtype(), want.shape());
+      ASSERT_TRUE(npy_file.ok()) << npy_file.status();
+      EXPECT_TRUE(npy_file->BitwiseEqual(want)) << out << " " << name << ".npy";
+    }
+  }
+  // The printed statistics agree too (everything after the inputs line, before the timing).
+  auto stats = [](const std::string& out) {
+    size_t begin = out.find('\n') + 1;
+    return out.substr(begin, out.find("outputs: written") - begin);
+  };
+  EXPECT_EQ(stats(random.out), stats(read.out));
+}
+
+TEST(KilnCliTest, BadInputFilesExitTwo) {
+  fs::path dir = TestDir();
+  std::string graph = Quote(Example("small/bias_gelu.json"));  // x bf16[7,40], b bf16[40]
+  auto run = [&]() { return RunKiln("run --reference --inputs " + Quote(dir.string()) + " " + graph); };
+
+  Result missing = run();
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no file for graph input \"x\" (bf16[7,40])"), std::string::npos)
+      << missing.err;
+
+  ASSERT_TRUE(WriteRawTensor((dir / "x.bin").string(), Tensor(DType::kBF16, {7, 40})).ok());
+  ASSERT_TRUE(WriteRawTensor((dir / "b.bin").string(), Tensor(DType::kBF16, {39})).ok());
+  Result short_bin = run();
+  EXPECT_EQ(short_bin.exit_code, 2);
+  EXPECT_NE(short_bin.err.find("holds 78 bytes but bf16[40] needs 80"), std::string::npos)
+      << short_bin.err;
+
+  fs::remove(dir / "b.bin");
+  ASSERT_TRUE(WriteNpyTensor((dir / "b.npy").string(), Tensor(DType::kF32, {40})).ok());
+  Result wrong_dtype = run();
+  EXPECT_EQ(wrong_dtype.exit_code, 2);
+  EXPECT_NE(wrong_dtype.err.find("'<u2', bf16 bit patterns"), std::string::npos) << wrong_dtype.err;
+
+  ASSERT_TRUE(WriteNpyTensor((dir / "b.npy").string(), Tensor(DType::kBF16, {40})).ok());
+  EXPECT_EQ(run().exit_code, 0);
+  ASSERT_TRUE(WriteRawTensor((dir / "b.bin").string(), Tensor(DType::kBF16, {40})).ok());
+  Result ambiguous = run();
+  EXPECT_EQ(ambiguous.exit_code, 2);
+  EXPECT_NE(ambiguous.err.find("keep one"), std::string::npos) << ambiguous.err;
+
+  Result not_a_dir = RunKiln("run --reference --inputs " + Quote((dir / "nope").string()) + " " + graph);
+  EXPECT_EQ(not_a_dir.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,179 @@
+#include "tools/dump_report.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace kiln {
+namespace {
+
+std::string Bytes(int64_t b) {
+  if (b >= (1 << 30)) return absl::StrFormat("%.2f GB", b / 1073741824.0);
+  if (b >= (1 << 20)) return absl::StrFormat("%.1f MB", b / 1048576.0);
+  if (b >= (1 << 10)) return absl::StrFormat("%.1f KB", b / 1024.0);
+  return absl::StrFormat("%d B", b);
+}
+
+std::string TensorList(const std::vector<Node*>& nodes) {
+  std::vector<std::string> parts;
+  for (const Node* n : nodes) {
+    parts.push_back(absl::StrCat(n->name(), " ", DTypeName(n->dtype()), ShapeToString(n->shape()), " (",
+                                 Bytes(n->num_bytes()), ")"));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ", ");
+}
+
+// Traffic and time if every op of the region ran as its own kernel.
+RunTimeEstimate OneKernelPerOp(const Analysis& a, const Region& region) {
+  RunTimeEstimate sum;
+  std::vector<Node*> order = a.graph->PostOrder();
+  for (Node* n : region.nodes) {
+    RunTimeEstimate e = EstimateRunTime(DescribeRegion(-1, {n}, *a.graph, order), a.plan.device);
+    sum.bytes_read += e.bytes_read;
+    sum.bytes_written += e.bytes_written;
+    sum.total_us += e.total_us;
+  }
+  return sum;
+}
+
+// The final region holding the first node of a record's side, or -1.
+int FinalRegion(const FusionPlan& plan, const Graph& g, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const Node* n = g.FindNode(name);
+    if (const Region* r = n ? plan.RegionOf(n) : nullptr) return r->id;
+  }
+  return -1;
+}
+
+std::string Describe(const FusionRecord& r) {
+  return absl::StrFormat("%s: %s (unfused %.2f us, fused %.2f us)", r.rule, r.reason, r.unfused_us, r.fused_us);
+}
+
+}  // namespace
+
+std::string FusionReport(const Analysis& a) {
+  const FusionPlan& plan = a.plan;
+  std::string out = absl::StrFormat("kiln dump: %s on %s\n", plan.graph_name, plan.device.ToString());
+  std::vector<std::string> passes;
+  for (const PassRecord& p : a.passes) {
+    passes.push_back(absl::StrFormat("%s%s", p.name, !p.ran ? " (disabled)" : p.changed ? "" : " (unchanged)"));
+  }
+  absl::StrAppend(&out, "passes: ", absl::StrJoin(passes, ", "), "\n\n");
+
+  // Refusals that still separate two final regions: the latest record per (pair, rule).
+  std::map<int, std::map<std::string, std::string>> refused;
+  for (const FusionRecord& r : plan.records) {
+    if (r.event == "stop" || r.verdict == "fuse") continue;
+    int p = FinalRegion(plan, *a.graph, r.producer_nodes);
+    int c = FinalRegion(plan, *a.graph, r.consumer_nodes);
+    if (p < 0 || c < 0 || p == c) continue;
+    std::string what = r.verdict == "unprofitable" ? "not profitable" : "refused";
+    refused[p][absl::StrCat("region ", c, " ", r.rule)] =
+        absl::StrCat(what, " into region ", c, (r.mode == "recompute" ? " (recompute)" : ""), ": ", Describe(r));
+    refused[c][absl::StrCat("region ", p, " ", r.rule)] =
+        absl::StrCat(what, " from region ", p, (r.mode == "recompute" ? " (recompute)" : ""), ": ", Describe(r));
+  }
+
+  for (size_t i = 0; i < plan.regions.size(); ++i) {
+    const Region& r = plan.regions[i];
+    const RunTimeEstimate& e = plan.estimates[i];
+    RunTimeEstimate unfused = OneKernelPerOp(a, r);
+    std::string space = r.kind == RegionKind::kRowReduction
+                            ? absl::StrFormat(" [%d rows x %d]", r.rows, r.row_length)
+                            : absl::StrCat(" ", ShapeToString(r.space));
+    absl::StrAppendFormat(&out, "region %d  %s%s  template %s\n", r.id, RegionKindName(r.kind), space,
+                          RegionTemplate(r.kind));
+    std::vector<std::string> ops;
+    for (const Node* n : r.nodes) ops.push_back(absl::StrCat(n->name(), "=", OpName(n->op())));
+    absl::StrAppend(&out, "  ops (", r.nodes.size(), "): ", absl::StrJoin(ops, " "), "\n");
+    absl::StrAppend(&out, "  reads:  ", TensorList(r.inputs), "\n");
+    absl::StrAppend(&out, "  writes: ", TensorList(r.outputs), "\n");
+    absl::StrAppendFormat(&out, "  bytes:  %s fused vs %s one kernel per op\n", Bytes(e.bytes_read + e.bytes_written),
+                          Bytes(unfused.bytes_read + unfused.bytes_written));
+    absl::StrAppendFormat(&out, "  predicted: %.2f us (%s); one kernel per op: %.2f us\n", e.total_us,
+                          e.ToString(), unfused.total_us);
+    for (const auto& [key, line] : refused[r.id]) absl::StrAppend(&out, "  - ", line, "\n");
+    out += "\n";
+  }
+  int views = static_cast<int>(plan.regions.size()) - plan.num_kernels();
+  absl::StrAppendFormat(&out,
+                        "summary: %d ops -> %d kernels%s; %d merges; bytes %s -> %s (saved %s); "
+                        "predicted %.2f us -> %.2f us (%.2fx over one kernel per op)%s\n",
+                        plan.ops, plan.num_kernels(), views ? absl::StrFormat(" + %d views", views) : "",
+                        plan.merges, Bytes(plan.unfused_bytes), Bytes(plan.fused_bytes),
+                        Bytes(plan.unfused_bytes - plan.fused_bytes), plan.unfused_us, plan.fused_us,
+                        plan.fused_us > 0 ? plan.unfused_us / plan.fused_us : 0.0,
+                        plan.fuel_exhausted ? " [stopped by KILN_FUSION_FUEL]" : "");
+  return out;
+}
+
+absl::StatusOr<std::string> WhyReport(const Analysis& a, const std::string& name) {
+  const Node* node = a.graph->FindNode(name);
+  if (node == nullptr) {
+    // Composite ops keep their name on the node that computes their result; intermediate
+    // nodes are named after them ("ln1.reduce_mean"), so list candidates.
+    std::vector<std::string> close;
+    for (const Node* n : a.graph->nodes()) {
+      if (n->name().rfind(name, 0) == 0) close.push_back(n->name());
+    }
+    return absl::NotFoundError(absl::StrCat(
+        "no node \"", name, "\" after the passes",
+        close.empty() ? std::string("") : absl::StrCat("; nodes it became: ", absl::StrJoin(close, ", "))));
+  }
+  std::string out = absl::StrCat("node ", node->ToString(), "\n");
+  if (node->category() == OpCategory::kLeaf) {
+    absl::StrAppend(&out, "  a graph ", OpName(node->op()), ": read from memory by the regions that use it\n");
+    return out;
+  }
+  const Region* region = a.plan.RegionOf(node);
+  absl::StrAppendFormat(&out, "is in region %d (%s) with: %s\n", region->id, RegionKindName(region->kind),
+                        region->NodeList(12));
+  absl::StrAppend(&out, "decisions naming it:\n");
+  for (const FusionRecord& r : a.plan.records) {
+    if (r.event == "stop") continue;
+    bool in_p = std::count(r.producer_nodes.begin(), r.producer_nodes.end(), name) > 0;
+    bool in_c = std::count(r.consumer_nodes.begin(), r.consumer_nodes.end(), name) > 0;
+    if (!in_p && !in_c) continue;
+    const std::vector<std::string>& other = in_p ? r.consumer_nodes : r.producer_nodes;
+    std::vector<std::string> shown(other.begin(), other.begin() + std::min<size_t>(other.size(), 4));
+    if (other.size() > 4) shown.push_back(absl::StrCat("+", other.size() - 4, " more"));
+    absl::StrAppendFormat(&out, "  step %d %s%s: %s %s {%s}: %s %s\n", r.step, r.event,
+                          r.mode == "recompute" ? " (recompute)" : "", in_p ? "as producer, into" : "as consumer, of",
+                          in_p ? r.consumer_kind : r.producer_kind, absl::StrJoin(shown, ", "), r.verdict,
+                          Describe(r));
+  }
+  return out;
+}
+
+std::string FusionDot(const Analysis& a) {
+  std::string out = absl::StrCat("digraph \"", a.plan.graph_name, "\" {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n");
+  auto id = [](const Node* n) { return absl::StrCat("\"", absl::StrReplaceAll(n->name(), {{"\"", ""}}), "\""); };
+  for (const Node* n : a.graph->nodes()) {
+    if (n->category() == OpCategory::kLeaf && n->num_elements() > 1) {
+      absl::StrAppend(&out, "  ", id(n), " [shape=ellipse, label=\"", n->name(), "\\n", DTypeName(n->dtype()),
+                      ShapeToString(n->shape()), "\"];\n");
+    }
+  }
+  for (size_t i = 0; i < a.plan.regions.size(); ++i) {
+    const Region& r = a.plan.regions[i];
+    absl::StrAppendFormat(&out, "  subgraph cluster_%d {\n    label=\"region %d: %s (%.1f us)\";\n", r.id, r.id,
+                          RegionKindName(r.kind), a.plan.estimates[i].total_us);
+    for (const Node* n : r.nodes) absl::StrAppend(&out, "    ", id(n), " [label=\"", n->name(), "\\n", OpName(n->op()), "\"];\n");
+    out += "  }\n";
+  }
+  for (const Node* n : a.graph->nodes()) {
+    for (const Node* o : n->operands()) {
+      if (o->category() == OpCategory::kLeaf && o->num_elements() <= 1) continue;  // inlined literal
+      absl::StrAppend(&out, "  ", id(o), " -> ", id(n), ";\n");
+    }
+  }
+  out += "}\n";
+  return out;
+}
+
+}  // namespace kiln
