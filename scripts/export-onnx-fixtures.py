@@ -144,7 +144,7 @@ NAMES = ("gpt2_sdpa", "gpt2_manual", "gpt2_tanh", "gpt2_dropout", "llama", "ce_h
 
 def save_tensor(array, path):
     with open(path, "wb") as f:
-        f.write(numpy_helper.from_array(np.ascontiguousarray(array)).SerializeToString())
+        f.write(numpy_helper.from_array(np.asarray(array, order="C"))  # not ascontiguousarray: it makes 0-d arrays 1-d.SerializeToString())
 
 
 def export_one(name, opset, dynamo, out_root):

@@ -102,9 +102,9 @@ std::string FusionReport(const Analysis& a) {
   }
   int views = static_cast<int>(plan.regions.size()) - plan.num_kernels();
   absl::StrAppendFormat(&out,
-                        "summary: %d ops -> %d kernels%s; %d merges; bytes %s -> %s (saved %s); "
+                        "summary: %d ops -> %d kernel%s%s; %d merges; bytes %s -> %s (saved %s); "
                         "predicted %.2f us -> %.2f us (%.2fx over one kernel per op)%s\n",
-                        plan.ops, plan.num_kernels(), views ? absl::StrFormat(" + %d views", views) : "",
+                        plan.ops, plan.num_kernels(), plan.num_kernels() == 1 ? "" : "s", views ? absl::StrFormat(" + %d views", views) : "",
                         plan.merges, Bytes(plan.unfused_bytes), Bytes(plan.fused_bytes),
                         Bytes(plan.unfused_bytes - plan.fused_bytes), plan.unfused_us, plan.fused_us,
                         plan.fused_us > 0 ? plan.unfused_us / plan.fused_us : 0.0,
@@ -127,7 +127,15 @@ absl::StatusOr<std::string> WhyReport(const Analysis& a, const std::string& name
   }
   std::string out = absl::StrCat("node ", node->ToString(), "\n");
   if (node->category() == OpCategory::kLeaf) {
-    absl::StrAppend(&out, "  a graph ", OpName(node->op()), ": read from memory by the regions that use it\n");
+    absl::StrAppend(&out, "a graph ", OpName(node->op()), ", never fused: ",
+                    node->num_elements() == 1 ? "a literal in the kernels that use it\n"
+                                              : "read from memory by regions");
+    if (node->num_elements() != 1) {
+      for (const Region& r : a.plan.regions) {
+        if (std::count(r.inputs.begin(), r.inputs.end(), node)) absl::StrAppend(&out, " ", r.id);
+      }
+      out += "\n";
+    }
     return out;
   }
   const Region* region = a.plan.RegionOf(node);
@@ -142,10 +150,13 @@ absl::StatusOr<std::string> WhyReport(const Analysis& a, const std::string& name
     const std::vector<std::string>& other = in_p ? r.consumer_nodes : r.producer_nodes;
     std::vector<std::string> shown(other.begin(), other.begin() + std::min<size_t>(other.size(), 4));
     if (other.size() > 4) shown.push_back(absl::StrCat("+", other.size() - 4, " more"));
-    absl::StrAppendFormat(&out, "  step %d %s%s: %s %s {%s}: %s %s\n", r.step, r.event,
+    std::string other_kind = in_p ? r.consumer_kind : r.producer_kind;
+    std::string verdict = r.event == "fuse"     ? "FUSED"
+                          : r.verdict == "fuse" ? "legal and saves time (not yet the best)"
+                                                : r.verdict;
+    absl::StrAppendFormat(&out, "  step %d %s%s: %s %s{%s}: %s; %s\n", r.step, r.event,
                           r.mode == "recompute" ? " (recompute)" : "", in_p ? "as producer, into" : "as consumer, of",
-                          in_p ? r.consumer_kind : r.producer_kind, absl::StrJoin(shown, ", "), r.verdict,
-                          Describe(r));
+                          other_kind.empty() ? "" : other_kind + " ", absl::StrJoin(shown, ", "), verdict, Describe(r));
   }
   return out;
 }

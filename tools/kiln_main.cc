@@ -24,6 +24,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tools/cli_args.h"
+#include "tools/dump_command.h"
 #include "tools/summary.h"
 #include "tools/tensor_io.h"
 
@@ -49,7 +50,7 @@ commands:
   run --reference GRAPH    evaluate a graph on the CPU reference interpreter
   run GRAPH                run on the GPU                    (not built yet: issue 4)
   compile GRAPH            compile for the GPU               (not built yet: issue 4)
-  dump GRAPH               show passes and fusion decisions  (not built yet: issue 3)
+  dump GRAPH               show every fusion decision and the cost-model numbers behind it
   bench GRAPH              time on the GPU                   (not built yet: issue 4)
   tune GRAPH               autotune the kernels              (not built yet: issue 4)
 
@@ -92,12 +93,6 @@ constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH
 
 Will compile GRAPH for the GPU (fusion passes, code generation, NVRTC) into an
 ahead-of-time artifact. Not built yet: the compiler arrives with issue 4.
-)";
-
-constexpr char kDumpUsage[] = R"(usage: kiln dump GRAPH
-
-Will show the IR after each pass and the fusion ledger (what was fused, what was refused
-and why, predicted times). Not built yet: the fusion ledger arrives with issue 3.
 )";
 
 constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH
@@ -322,10 +317,7 @@ int Main(int argc, char** argv) {
     return RunNotBuilt(command, kCompileUsage,
                        "the compiler (fusion, code generation, GPU runtime) arrives with issue 4", args);
   }
-  if (command == "dump") {
-    return RunNotBuilt(command, kDumpUsage,
-                       "the pass dumps and the fusion ledger arrive with issue 3", args);
-  }
+  if (command == "dump") return DumpCommand(args);
   if (command == "bench") {
     return RunNotBuilt(command, kBenchUsage,
                        "the GPU runtime and benchmarks arrive with issue 4", args);

@@ -418,7 +418,34 @@ absl::Status Gemm(NodeContext& ctx) {
 
 }  // namespace
 
+// Trilu (14): keeps the upper (upper = 1) or lower triangle of the last two axes, counted from
+// diagonal k (a constant input, default 0): y = where(j - i >= k (upper) | j - i <= k, x, 0),
+// with i, j from iotas, so a causal mask written with Trilu stays a fusible, foldable pattern.
+absl::Status Trilu(NodeContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.CheckAttrs({"upper"}));
+  KILN_ASSIGN_OR_RETURN(Node * x, ctx.Input(0));
+  KILN_ASSIGN_OR_RETURN(int64_t upper, ctx.AttrInt("upper", 1));
+  int64_t k = 0;
+  if (ctx.has_input(1)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ks, ctx.ConstInts(1, "Trilu's diagonal k"));
+    if (ks.size() != 1) return ctx.Error("k must be a scalar");
+    k = ks[0];
+  }
+  size_t rank = x->shape().size();
+  if (rank < 2) return ctx.Error("Trilu needs rank >= 2");
+  Shape plane = {x->shape()[rank - 2], x->shape()[rank - 1]};
+  KILN_ASSIGN_OR_RETURN(Node * i, ctx.Op(OpKind::kIota, {}, {{"shape", plane}, {"axis", int64_t{0}}, {"dtype", std::string("i64")}}));
+  KILN_ASSIGN_OR_RETURN(Node * j, ctx.Op(OpKind::kIota, {}, {{"shape", plane}, {"axis", int64_t{1}}, {"dtype", std::string("i64")}}));
+  KILN_ASSIGN_OR_RETURN(Node * d, ctx.Op(OpKind::kSub, {j, i}));
+  KILN_ASSIGN_OR_RETURN(Node * kc, ctx.Scalar(static_cast<double>(k), DType::kI64));
+  KILN_ASSIGN_OR_RETURN(Node * keep, ctx.Op(upper ? OpKind::kGe : OpKind::kLe, {d, kc}));
+  KILN_ASSIGN_OR_RETURN(Node * zero, ctx.Scalar(0.0, x->dtype()));
+  KILN_ASSIGN_OR_RETURN(Node * y, ctx.Op(OpKind::kWhere, {keep, x, zero}));
+  return ctx.SetOutput(0, y);
+}
+
 void RegisterShapeOps(ConverterTable& t) {
+  t["Trilu"] = Trilu;
   t["Reshape"] = Reshape;
   t["Flatten"] = Flatten;
   t["Squeeze"] = Squeeze;

@@ -7,10 +7,12 @@
 // 127, 1000, 1024, 4095, 4097, 8192, 32768, 128256}, rows in {1, 7, 1024}) and of pointwise
 // kernels (sizes that are not multiples of the vector width).
 //
-// Tolerances, stated once: the kernel computes in f32 and rounds only what it stores, the
-// interpreter computes in f64 and rounds every node to its dtype, so 16-bit graphs differ by
-// a few roundings of intermediates:  f32: |d| <= 1e-5 + 1e-4 |ref|;  f16: 2e-3 + 8e-3 |ref|;
-// bf16: 2e-2 + 3e-2 |ref|; integers and bool exactly.
+// The reference models what the kernel promises (DESIGN.md §5: arithmetic in f32, storage in
+// the tensor's dtype): the region's subgraph is evaluated with every 16-bit float promoted to
+// f32 inside, rounding only where the kernel stores (outputs) or casts explicitly.
+// Tolerances, stated once (about two units in the last place of the stored dtype, plus f32
+// summation-order differences): f32: |d| <= 1e-5 + 1e-4 |ref|; f16: 1e-3 + 2e-3 |ref|;
+// bf16: 8e-3 + 1.6e-2 |ref|; integers and bool exactly.
 #include <cuda.h>
 
 #include <cmath>
@@ -70,8 +72,8 @@ struct Tolerance {
 Tolerance ToleranceFor(DType dtype) {
   switch (dtype) {
     case DType::kF32: return {1e-5, 1e-4};
-    case DType::kF16: return {2e-3, 8e-3};
-    case DType::kBF16: return {2e-2, 3e-2};
+    case DType::kF16: return {1e-3, 2e-3};
+    case DType::kBF16: return {8e-3, 1.6e-2};
     default: return {0, 0};
   }
 }
@@ -85,13 +87,52 @@ Summary& Totals() {
   return s;
 }
 
+bool Is16(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+// `g` with 16-bit floats computed in f32: inputs and constants are cast up on entry, explicit
+// casts to a 16-bit type round and come back up, outputs are cast down to their dtype.
+std::unique_ptr<Graph> PromoteTo32(const Graph& g) {
+  auto out = std::make_unique<Graph>(g.name());
+  std::map<const Node*, Node*> map;
+  auto up = [&](Node* n) -> Node* {
+    if (!Is16(n->dtype())) return n;
+    return *out->AddNode(OpKind::kCast, {n}, {{"dtype", std::string("f32")}}, n->name() + ".f32");
+  };
+  for (Node* n : g.PostOrder()) {
+    if (n->op() == OpKind::kInput) {
+      map[n] = up(*out->AddInput(n->name(), n->dtype(), n->shape()));
+    } else if (n->op() == OpKind::kConstant) {
+      map[n] = up(*out->AddConstant(n->name(), *n->value()));
+    } else {
+      std::vector<Node*> operands;
+      for (Node* o : n->operands()) operands.push_back(map.at(o));
+      Attributes attrs = n->attrs();
+      bool cast16 = n->op() == OpKind::kCast && Is16(n->dtype());
+      bool iota16 = n->op() == OpKind::kIota && Is16(n->dtype());
+      if (iota16) attrs.Set("dtype", std::string("f32"));
+      auto made = out->AddNode(n->op(), operands, attrs, n->name());
+      EXPECT_TRUE(made.ok()) << made.status();
+      map[n] = cast16 ? up(*made) : *made;
+    }
+  }
+  for (const Graph::Output& o : g.outputs()) {
+    Node* v = map.at(o.node);
+    if (v->dtype() != o.node->dtype()) {
+      v = *out->AddNode(OpKind::kCast, {v}, {{"dtype", std::string(DTypeName(o.node->dtype()))}},
+                        o.name + ".out");
+    }
+    EXPECT_TRUE(out->AddOutput(v, o.name).ok());
+  }
+  return out;
+}
+
 // Runs one region's kernel and compares it with the interpreter.
 void CheckRegion(const std::string& label, const Graph& g, const Region& region, uint64_t seed) {
   Gpu& gpu = TheGpu();
   auto sub = ExtractSubgraph(g, region.nodes, region.inputs, region.outputs);
   ASSERT_TRUE(sub.ok()) << sub.status();
   std::map<std::string, Tensor> inputs = RandomInputs(**sub, seed);
-  auto expected = Interpret(**sub, inputs);
+  auto expected = Interpret(*PromoteTo32(**sub), inputs);
   ASSERT_TRUE(expected.ok()) << label << ": " << expected.status();
 
   KernelParams params = DefaultParams(region, H100Spec());
@@ -218,7 +259,7 @@ std::unique_ptr<Graph> Parse(const std::string& text) {
 TEST_F(RegionGpuTest, RowKernelShapeSweep) {
   for (int64_t n : {1, 3, 31, 32, 33, 127, 1000, 1024, 4095, 4097, 8192, 32768, 128256}) {
     for (int64_t rows : {1, 7, 1024}) {
-      if (rows * n > (int64_t{1} << 24)) continue;  // keeps the interpreter's share bounded
+      if (rows * n > (int64_t{1} << 22)) continue;  // keeps the interpreter's share bounded
       std::string r = std::to_string(rows), c = std::to_string(n);
       CheckGraph("softmax_f32_" + r + "x" + c, Parse(absl::StrFormat(R"(graph g(x: f32[%s,%s]) {
           y: f32[%s,%s] = softmax(x) {axis = 1}

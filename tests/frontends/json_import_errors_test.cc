@@ -243,7 +243,7 @@ std::vector<ErrorCase> Cases() {
        ": nodes[0]", "perm [0,0] is not a permutation of 2 axes"},
       {"result too large",
        WithNodes(R"([{"name": "y", "op": "broadcast_to", "inputs": ["x"], "attrs": {"shape": [4611686018427387904, 2, 3]}}])").Text(),
-       ": nodes[0]", "has too many elements"},
+       ": nodes[0]", "more than 2^48 elements"},
       // Outputs.
       {"output naming a missing node", WithNodes(R"([{"name": "y", "op": "relu", "inputs": ["x"]}])", R"(["z"])").Text(),
        ": outputs[0]", "unknown name \"z\"; did you mean"},

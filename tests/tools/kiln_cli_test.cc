@@ -200,7 +200,7 @@ TEST(KilnCliTest, NotBuiltYetExitsOne) {
     std::string args;
     std::string issue;
   };
-  for (const Case& c : {Case{"compile " + graph, "issue 4"}, Case{"dump " + graph, "issue 3"},
+  for (const Case& c : {Case{"compile " + graph, "issue 4"},
                         Case{"bench " + graph, "issue 4"}, Case{"tune " + graph, "issue 4"},
                         Case{"run " + graph, "issue 4"}}) {
     Result r = RunKiln(c.args);
@@ -287,6 +287,91 @@ TEST(KilnCliTest, BadInputFilesExitTwo) {
 
   Result not_a_dir = RunKiln("run --reference --inputs " + Quote((dir / "nope").string()) + " " + graph);
   EXPECT_EQ(not_a_dir.exit_code, 2);
+}
+
+
+// `kiln dump`: the fusion report and its formats, end to end.
+TEST(KilnDumpTest, ReportShowsRegionsRefusalsAndSummary) {
+  Result r = RunKiln("dump " + Quote(Example("transformer_block.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("region 0  row_reduction [2048 rows x 1024]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("attention"), std::string::npos);
+  EXPECT_NE(r.out.find("consumer-matmul: consumer is a matmul"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-> 8 kernels"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("predicted"), std::string::npos);
+}
+
+TEST(KilnDumpTest, JsonHasRegionsWithKindsAndDecisions) {
+  Result r = RunKiln("dump --format json " + Quote(Example("small/add_rmsnorm.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("{\"graph\":\"add_rmsnorm\"", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_NE(r.out.find("\"regions\":[{\"kind\":\"region\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"region_kind\":\"row_reduction\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"decisions\":["), std::string::npos);
+}
+
+TEST(KilnDumpTest, JsonLinesAndDotFormats) {
+  Result lines = RunKiln("dump --format jsonl " + Quote(Example("small/softmax.json")));
+  ASSERT_EQ(lines.exit_code, 0) << lines.err;
+  EXPECT_NE(lines.out.find("{\"kind\":\"decision\",\"step\":0,\"event\":\"candidate\""), std::string::npos);
+  EXPECT_NE(lines.out.find("\n{\"kind\":\"region\""), std::string::npos);
+  Result dot = RunKiln("dump --format dot " + Quote(Example("small/softmax.json")));
+  ASSERT_EQ(dot.exit_code, 0) << dot.err;
+  EXPECT_EQ(dot.out.rfind("digraph", 0), 0u);
+  EXPECT_NE(dot.out.find("subgraph cluster_0"), std::string::npos);
+}
+
+TEST(KilnDumpTest, WhyExplainsEveryNodeAndNamesUnknownOnes) {
+  Result r = RunKiln("dump --why y.exp " + Quote(Example("small/softmax.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("is in region 0 (row_reduction)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FUSED"), std::string::npos) << r.out;
+  Result input = RunKiln("dump --why x " + Quote(Example("small/softmax.json")));
+  EXPECT_EQ(input.exit_code, 0);
+  EXPECT_NE(input.out.find("graph input"), std::string::npos);
+  Result missing = RunKiln("dump --why y.nope " + Quote(Example("small/softmax.json")));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no node \"y.nope\""), std::string::npos) << missing.err;
+}
+
+TEST(KilnDumpTest, AfterShowsTheGraphAfterAPass) {
+  Result r = RunKiln("dump --after decompose " + Quote(Example("small/layernorm.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("reduce_mean"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("layer_norm("), std::string::npos) << r.out;
+  Result bad = RunKiln("dump --after nosuchpass " + Quote(Example("small/layernorm.json")));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("canonicalize"), std::string::npos) << bad.err;
+}
+
+TEST(KilnDumpTest, BadUsageExitsTwo) {
+  EXPECT_EQ(RunKiln("dump --format yaml " + Quote(Example("small/softmax.json"))).exit_code, 2);
+  EXPECT_EQ(RunKiln("dump --device a100 " + Quote(Example("small/softmax.json"))).exit_code, 2);
+  EXPECT_EQ(RunKiln("dump").exit_code, 2);
+}
+
+TEST(KilnDumpTest, FuelStopsFusionAndSaysSo) {
+  std::string command = "env KILN_FUSION_FUEL=0 " + Quote(KILN_BINARY) + " dump " + Quote(Example("small/layernorm.json"));
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0);
+  EXPECT_NE(out.find("[stopped by KILN_FUSION_FUEL]"), std::string::npos) << out;
+  EXPECT_NE(out.find("-> 9 kernels"), std::string::npos) << out;
+}
+
+TEST(KilnDumpTest, SvgRendersWhenGraphvizIsInstalled) {
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "graphviz's dot is not installed";
+  fs::path svg = TestDir() / "block.svg";
+  Result r = RunKiln("dump --svg " + Quote(svg.string()) + " " + Quote(Example("small/transformer_block.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(svg);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("region 0"), std::string::npos);
 }
 
 }  // namespace
