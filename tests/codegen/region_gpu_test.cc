@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
+#include "ir/promote.h"
 #include "ir/subgraph.h"
 #include "runtime/nvrtc_compile.h"
 
@@ -88,52 +89,15 @@ Summary& Totals() {
   return s;
 }
 
-bool Is16(DType t) { return t == DType::kF16 || t == DType::kBF16; }
-
-// `g` with 16-bit floats computed in f32: inputs and constants are cast up on entry, explicit
-// casts to a 16-bit type round and come back up, outputs are cast down to their dtype.
-std::unique_ptr<Graph> PromoteTo32(const Graph& g) {
-  auto out = std::make_unique<Graph>(g.name());
-  std::map<const Node*, Node*> map;
-  auto up = [&](Node* n) -> Node* {
-    if (!Is16(n->dtype())) return n;
-    return *out->AddNode(OpKind::kCast, {n}, {{"dtype", std::string("f32")}}, n->name() + ".f32");
-  };
-  for (Node* n : g.PostOrder()) {
-    if (n->op() == OpKind::kInput) {
-      map[n] = up(*out->AddInput(n->name(), n->dtype(), n->shape()));
-    } else if (n->op() == OpKind::kConstant) {
-      map[n] = up(*out->AddConstant(n->name(), *n->value()));
-    } else {
-      std::vector<Node*> operands;
-      for (Node* o : n->operands()) operands.push_back(map.at(o));
-      Attributes attrs = n->attrs();
-      bool cast16 = n->op() == OpKind::kCast && Is16(n->dtype());
-      bool iota16 = n->op() == OpKind::kIota && Is16(n->dtype());
-      if (iota16) attrs.Set("dtype", std::string("f32"));
-      auto made = out->AddNode(n->op(), operands, attrs, n->name());
-      EXPECT_TRUE(made.ok()) << made.status();
-      map[n] = cast16 ? up(*made) : *made;
-    }
-  }
-  for (const Graph::Output& o : g.outputs()) {
-    Node* v = map.at(o.node);
-    if (v->dtype() != o.node->dtype()) {
-      v = *out->AddNode(OpKind::kCast, {v}, {{"dtype", std::string(DTypeName(o.node->dtype()))}},
-                        o.name + ".out");
-    }
-    EXPECT_TRUE(out->AddOutput(v, o.name).ok());
-  }
-  return out;
-}
-
 // Runs one region's kernel and compares it with the interpreter.
 void CheckRegion(const std::string& label, const Graph& g, const Region& region, uint64_t seed) {
   Gpu& gpu = TheGpu();
   auto sub = ExtractSubgraph(g, region.nodes, region.inputs, region.outputs);
   ASSERT_TRUE(sub.ok()) << sub.status();
   std::map<std::string, Tensor> inputs = RandomInputs(**sub, seed);
-  auto expected = Interpret(*PromoteTo32(**sub), inputs);
+  auto promoted = PromoteTo32(**sub);
+  ASSERT_TRUE(promoted.ok()) << label << ": " << promoted.status();
+  auto expected = Interpret(**promoted, inputs);
   ASSERT_TRUE(expected.ok()) << label << ": " << expected.status();
 
   KernelParams params = DefaultParams(region, H100Spec());
