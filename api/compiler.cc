@@ -23,11 +23,21 @@ void WriteDump(const DebugOptions& debug, const std::string& file, const std::st
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path) {
-  if (absl::EndsWith(path, ".json")) return ImportJsonGraphFile(path);
-  if (absl::EndsWith(path, ".onnx")) return ImportOnnxFile(path);
+absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const LoadOptions& options) {
+  if (absl::EndsWith(path, ".json")) {
+    if (!options.shapes.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": --shape binds ONNX symbolic dimensions; a kiln JSON ",
+                                                     "graph's shapes are static"));
+    }
+    return ImportJsonGraphFile(path);
+  }
+  if (absl::EndsWith(path, ".onnx")) {
+    OnnxImportOptions onnx;
+    onnx.input_shapes = options.shapes;
+    return ImportOnnxFile(path, onnx);
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat(path, ": unknown graph format; expected a .json file"));
+      absl::StrCat(path, ": unknown graph format; expected a .json (kiln) or .onnx file"));
 }
 
 absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options) {
@@ -52,6 +62,19 @@ absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOpti
   }
   analysis.graph = std::move(graph);
   return analysis;
+}
+
+absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOptions& options) {
+  Compiled compiled;
+  KILN_ASSIGN_OR_RETURN(compiled.analysis, Analyze(std::move(graph), options.analyze));
+  LowerOptions lower;
+  lower.arch = options.arch.empty() ? "sm_90a" : options.arch;
+  KILN_ASSIGN_OR_RETURN(lower.device, NamedDeviceSpec(options.analyze.device));
+  lower.cache = options.cache;
+  lower.compile_threads = options.compile_threads;
+  lower.source_text = compiled.analysis.imported_text;
+  KILN_ASSIGN_OR_RETURN(compiled.lowered, LowerPlan(*compiled.analysis.graph, compiled.analysis.plan, lower));
+  return compiled;
 }
 
 }  // namespace kiln

@@ -1,6 +1,7 @@
 // The C++ API every entry point shares (DESIGN.md §1): load a graph from a file, run the
 // pass pipeline, and plan fusion. The CLI, the Python package and the examples call these,
-// never the layers below directly. (Code generation and execution join in issue 4.)
+// never the layers below directly. Running a compiled Program is runtime/executable.h's job
+// (and runtime/artifact.h saves and loads it).
 #ifndef KILN_API_COMPILER_H_
 #define KILN_API_COMPILER_H_
 
@@ -15,11 +16,20 @@
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/priority_fusion.h"
 #include "passes/pass_pipeline.h"
+#include "runtime/jit/kernel_cache.h"
+#include "runtime/jit/lower.h"
 
 namespace kiln {
 
-// Imports a graph file by its extension: .json (kiln's format). ONNX arrives with issue 6.
-absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path);
+struct LoadOptions {
+  // ONNX only: binds symbolic dimensions or whole input shapes (OnnxImportOptions::input_shapes;
+  // the CLI's --shape NAME=16384,4096). Given for a JSON graph, whose shapes are static, it is
+  // an error.
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+// Imports a graph file by its extension: .json (kiln's format) or .onnx.
+absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const LoadOptions& options = {});
 
 struct AnalyzeOptions {
   std::string device = "h100";  // a named DeviceSpec (no GPU needed)
@@ -38,6 +48,22 @@ struct Analysis {
 // Runs the default pipeline on `graph`, then priority fusion on the named device. Honours
 // KILN_DUMP=ir,passes,ledger (to KILN_DUMP_DIR or stderr) and KILN_FUSION_FUEL.
 absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options);
+
+struct CompileOptions {
+  AnalyzeOptions analyze;       // analyze.device: the cost model's spec ("auto": the GPU's)
+  std::string arch;             // NVRTC target; empty: this GPU's, or sm_90a without one
+  KernelCache* cache = nullptr; // nullptr: KernelCache::Default() (memory + disk)
+  int compile_threads = 0;      // 0: hardware concurrency
+};
+
+struct Compiled {
+  Analysis analysis;
+  LowerResult lowered;  // lowered.program is what runs (and what an artifact holds)
+};
+
+// Analyze, then lower every region to kernels / cuBLASLt calls and compile the kernels with
+// NVRTC (runtime/jit/lower.h). Needs no GPU when `arch` is given.
+absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOptions& options);
 
 }  // namespace kiln
 

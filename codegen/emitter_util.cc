@@ -126,9 +126,7 @@ void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& i
   for (const std::string& inc : includes) absl::StrAppend(&text, "#include \"", inc, "\"\n");
   absl::StrAppend(&text, "\nextern \"C\" __global__ void __launch_bounds__(", launch_bound, ") KILN_KERNEL_NAME(\n    ",
                   absl::StrJoin(params, ",\n    "), ") {\n", body, "}\n");
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(Fnv1a64(text)));
-  out->name = absl::StrCat("kiln_", kind_tag, "_", hex);
+  out->name = absl::StrCat("kiln_", kind_tag, "_", Hex64(Fnv1a64(text)));
   out->source = absl::StrReplaceAll(text, {{"KILN_KERNEL_NAME", out->name}});
 }
 

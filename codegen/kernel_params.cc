@@ -8,15 +8,6 @@
 
 namespace kiln {
 
-uint64_t Fnv1a64(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 std::string KernelParams::ToString() const {
   return absl::StrCat("block=", block_size, " vec=", vector_width, " rows=", rows_per_block,
                       " chunk=", chunk);

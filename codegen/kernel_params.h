@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ir/base/hash.h"
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/region.h"
 
@@ -61,8 +62,6 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
 // (64 of the 255 registers a thread may use, leaving room for addressing and the prologue).
 inline constexpr int64_t kRowCacheFloatsPerThread = 64;
 
-// 64-bit FNV-1a, the hash used for kernel names and params.
-uint64_t Fnv1a64(const std::string& text);
 
 }  // namespace kiln
 

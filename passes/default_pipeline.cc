@@ -2,6 +2,7 @@
 // wherever the order matters. Fusion (passes/fusion/priority_fusion.h) runs on the result.
 #include "passes/canonicalize.h"
 #include "passes/decompose.h"
+#include "passes/lower_attention.h"
 #include "passes/match_attention.h"
 #include "passes/pass_pipeline.h"
 #include "passes/simplify.h"
@@ -17,6 +18,18 @@ PassPipeline DefaultPipeline() {
   pipeline.Add(std::make_unique<Decompose>());
   // Decompositions create scalar constants and foldable pairs; fold, then merge duplicates
   // (two norms of one tensor share their mean), then drop what nothing reads.
+  pipeline.Add(std::make_unique<Canonicalize>());
+  pipeline.Add(std::make_unique<ConstantFold>());
+  pipeline.Add(std::make_unique<Cse>());
+  pipeline.Add(std::make_unique<Dce>());
+  return pipeline;
+}
+
+// An attention region's subgraph, for targets without a tiled attention kernel: the JIT
+// (runtime/jit/lower.cc) plans and lowers what this leaves (two matmuls, one row kernel).
+PassPipeline AttentionFallbackPipeline() {
+  PassPipeline pipeline;
+  pipeline.Add(std::make_unique<LowerAttention>());
   pipeline.Add(std::make_unique<Canonicalize>());
   pipeline.Add(std::make_unique<ConstantFold>());
   pipeline.Add(std::make_unique<Cse>());

@@ -42,6 +42,8 @@ class PassPipeline {
 // The default pipeline (passes/default_pipeline.cc): the table of contents of kiln's
 // graph-level optimisation, in order.
 PassPipeline DefaultPipeline();
+// What the JIT runs on an attention region's subgraph while there is no attention template.
+PassPipeline AttentionFallbackPipeline();
 
 }  // namespace kiln
 

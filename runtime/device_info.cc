@@ -6,52 +6,30 @@
 
 namespace kiln {
 
-absl::Status CuResultToStatus(CUresult result, const char* call, const char* file, int line) {
-  const char* name = nullptr;
-  const char* description = nullptr;
-  if (cuGetErrorName(result, &name) != CUDA_SUCCESS || name == nullptr) name = "unknown CUresult";
-  if (cuGetErrorString(result, &description) != CUDA_SUCCESS || description == nullptr) {
-    description = "no description";
-  }
-  std::string message = absl::StrCat(call, " failed: ", name, " (", static_cast<int>(result), ", ",
-                                     description, ") at ", file, ":", line);
-  switch (result) {
-    case CUDA_ERROR_NO_DEVICE:
-    case CUDA_ERROR_INVALID_DEVICE:
-      return absl::NotFoundError(message);
-    case CUDA_ERROR_OUT_OF_MEMORY:
-      return absl::ResourceExhaustedError(message);
-    case CUDA_ERROR_INVALID_VALUE:
-      return absl::InvalidArgumentError(message);
-    default:
-      return absl::InternalError(message);
-  }
-}
-
 int DeviceCount() {
-  if (cuInit(0) != CUDA_SUCCESS) return 0;
+  auto cu = LoadCudaDriver();
   int count = 0;
-  if (cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
+  if (!cu.ok() || (*cu)->cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
   return count;
 }
 
 absl::StatusOr<DeviceInfo> QueryDevice(int ordinal) {
-  KILN_CU_RETURN_IF_ERROR(cuInit(0));
+  KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
   CUdevice device;
-  KILN_CU_RETURN_IF_ERROR(cuDeviceGet(&device, ordinal));
+  KILN_CU_RETURN_IF_ERROR(cu->cuDeviceGet(&device, ordinal));
   DeviceInfo info;
   info.ordinal = ordinal;
   char name[256] = {};
-  KILN_CU_RETURN_IF_ERROR(cuDeviceGetName(name, sizeof(name) - 1, device));
+  KILN_CU_RETURN_IF_ERROR(cu->cuDeviceGetName(name, sizeof(name) - 1, device));
   info.name = name;
   size_t total = 0;
-  KILN_CU_RETURN_IF_ERROR(cuDeviceTotalMem(&total, device));
+  KILN_CU_RETURN_IF_ERROR(cu->cuDeviceTotalMem(&total, device));
   info.total_memory_bytes = static_cast<int64_t>(total);
   // The failed call's text names the attribute.
 #define KILN_ATTR(field, attribute)                                        \
   do {                                                                     \
     int value = 0;                                                         \
-    KILN_CU_RETURN_IF_ERROR(cuDeviceGetAttribute(&value, attribute, device)); \
+    KILN_CU_RETURN_IF_ERROR(cu->cuDeviceGetAttribute(&value, attribute, device)); \
     info.field = value;                                                    \
   } while (0)
   KILN_ATTR(cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);

@@ -1,32 +1,17 @@
 // What kiln needs to know about a GPU, read through the CUDA driver API: the facts the cost
 // model and the templates' on-chip budgets are computed from (DESIGN.md §4).
 //
-// KILN_CU_RETURN_IF_ERROR(call) is the one check for CUDA driver calls (DESIGN.md §6): on
-// failure it returns an absl::Status naming the call, the CUresult's name (cuGetErrorName)
-// and its description, and the source line.
 #ifndef KILN_RUNTIME_DEVICE_INFO_H_
 #define KILN_RUNTIME_DEVICE_INFO_H_
-
-#include <cuda.h>
 
 #include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "runtime/cuda_driver.h"
 
 namespace kiln {
-
-// "cuInit(0) failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected) at file:line".
-absl::Status CuResultToStatus(CUresult result, const char* call, const char* file, int line);
-
-#define KILN_CU_RETURN_IF_ERROR(call)                                                    \
-  do {                                                                                   \
-    CUresult kiln_cu_result_ = (call);                                                   \
-    if (kiln_cu_result_ != CUDA_SUCCESS) {                                               \
-      return ::kiln::CuResultToStatus(kiln_cu_result_, #call, __FILE__, __LINE__);       \
-    }                                                                                    \
-  } while (0)
 
 struct DeviceInfo {
   int ordinal = 0;

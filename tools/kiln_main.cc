@@ -2,6 +2,7 @@
 // subcommands later issues build answer "not built yet" and name the issue, exit code 1.
 // Exit codes: 0 ok, 1 failure, 2 bad input or usage (the message goes to stderr as
 // "kiln <command>: error: ...").
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +25,8 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tools/cli_args.h"
+#include "tools/cli_common.h"
+#include "tools/gpu_commands.h"
 #include "tools/dump_command.h"
 #include "tools/summary.h"
 #include "tools/tensor_io.h"
@@ -35,10 +38,6 @@
 namespace kiln {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
 constexpr char kMainUsage[] = R"(kiln: a graph-level fusion compiler for NVIDIA GPUs
 
 usage: kiln <command> [flags] GRAPH
@@ -48,18 +47,18 @@ usage: kiln <command> [flags] GRAPH
 commands:
   check GRAPH              import and verify a graph, print its IR
   run --reference GRAPH    evaluate a graph on the CPU reference interpreter
-  run GRAPH                run on the GPU                    (not built yet: issue 4)
-  compile GRAPH            compile for the GPU               (not built yet: issue 4)
+  run GRAPH|FILE.kiln      run on the GPU (--check: against the interpreter)
+  compile GRAPH -o F.kiln  compile ahead of time into one artifact (no GPU needed)
   dump GRAPH               show every fusion decision and the cost-model numbers behind it
-  bench GRAPH              time on the GPU                   (not built yet: issue 4)
-  tune GRAPH               autotune the kernels              (not built yet: issue 4)
+  bench GRAPH|FILE.kiln    time on the GPU against the copy-bandwidth floor
+  tune GRAPH               autotune the kernels              (not built yet)
 
 GRAPH is a graph file, read by its extension: .json is kiln's JSON format
 (docs/graph-format.md), .onnx an ONNX model (the importer of issue 6).
 Exit codes: 0 ok, 1 failure, 2 bad input or usage.
 )";
 
-constexpr char kCheckUsage[] = R"(usage: kiln check GRAPH
+constexpr char kCheckUsage[] = R"(usage: kiln check GRAPH [--shape NAME=DIMS]
 
 Imports GRAPH (.json: kiln's JSON format, docs/graph-format.md; .onnx: ONNX), verifies
 it, and prints it in the canonical IR text form. A graph that does not import or verify
@@ -67,14 +66,22 @@ is exit code 2, with the reason (and its place in the file) on stderr.
 )";
 
 constexpr char kRunUsage[] = R"(usage: kiln run --reference GRAPH [--inputs DIR | --random SEED] [--outputs DIR]
+       kiln run GRAPH|FILE.kiln [--check] [--inputs DIR | --random SEED] [--outputs DIR]
 
-Evaluates GRAPH on the CPU reference interpreter and prints, per output, its dtype and
-shape, then min, max, mean and std (over the finite values; std divides by their count),
-the number of NaN and Inf values and the first 4 values; last a timing line.
-Without --reference, `kiln run` will run on the GPU: not built yet (issue 4).
+With --reference, evaluates GRAPH on the CPU reference interpreter; without it, compiles
+GRAPH (or loads the artifact FILE.kiln, without NVRTC) and runs it on the GPU. Prints, per
+output, its dtype and shape, then min, max, mean and std (over the finite values; std
+divides by their count), the number of NaN and Inf values and the first 4 values; last a
+timing line. --check compares every GPU output with the interpreter (16-bit floats computed
+in f32, as the kernels do) and prints max abs/rel error per output against the graph
+tolerances of ir/compare.h; a mismatch is exit code 1.
 
 flags:
   --reference     evaluate on the CPU reference interpreter
+  --check         (GPU) compare with the interpreter
+  --arch ARCH     (GPU, GRAPH) NVRTC target; default: this GPU's
+  --device NAME   cost model device spec (h100, h200)
+  --shape B       ONNX symbolic dimensions, NAME=DIM[,DIM...] separated by ';'
   --inputs DIR    read each graph input NAME from DIR/NAME.npy or DIR/NAME.bin
   --random SEED   random inputs, deterministic in SEED (the default, with SEED 0):
                   floats uniform in (-1, 1), integer indices within their axis
@@ -89,84 +96,25 @@ files:
              (PyTorch: t.view(torch.uint16).numpy(); back: torch.from_numpy(a).view(torch.bfloat16))
 )";
 
-constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH
-
-Will compile GRAPH for the GPU (fusion passes, code generation, NVRTC) into an
-ahead-of-time artifact. Not built yet: the compiler arrives with issue 4.
-)";
-
-constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH
-
-Will time the compiled graph on the GPU against its memory-bandwidth floor. Not built
-yet: the GPU runtime arrives with issue 4.
-)";
-
 constexpr char kTuneUsage[] = R"(usage: kiln tune GRAPH
 
-Will autotune the kernels of the compiled graph on this GPU. Not built yet: the
-autotuner arrives with issue 4.
+Will autotune the kernels' launch parameters on this GPU. Not built yet: kernels run with
+the heuristic defaults (codegen/kernel_params.h, DefaultParams).
 )";
-
-int Error(const std::string& command, const std::string& message, int code) {
-  std::cerr << "kiln " << command << ": error: " << message << "\n";
-  return code;
-}
-
-int UsageError(const std::string& command, const std::string& message) {
-  std::cerr << "kiln " << command << ": error: " << message << " (see kiln " << command
-            << " --help)\n";
-  return kExitUsage;
-}
 
 int NotBuiltYet(const std::string& command, const std::string& what) {
   std::cerr << "kiln " << command << ": not built yet: " << what << "\n";
   return kExitFailure;
 }
 
-double MillisSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-// A graph file imported and verified, or the exit code that says why not.
-struct LoadedGraph {
-  std::unique_ptr<Graph> graph;
-  int exit_code = kExitOk;
-};
-
-// The graph formats are api::LoadGraph's: a format not built yet (kUnimplemented) is exit
-// code 1; any other import or verify error is bad input, exit code 2.
-LoadedGraph LoadAndVerify(const std::string& command, const std::string& path) {
-  LoadedGraph loaded;
-  absl::StatusOr<std::unique_ptr<Graph>> graph = LoadGraph(path);
-  if (!graph.ok()) {
-    if (absl::IsUnimplemented(graph.status())) {
-      std::cerr << "kiln " << command << ": " << graph.status().message() << "\n";
-      loaded.exit_code = kExitFailure;
-    } else {
-      loaded.exit_code = Error(command, std::string(graph.status().message()), kExitUsage);
-    }
-    return loaded;
-  }
-  if (absl::Status status = Verify(**graph); !status.ok()) {
-    loaded.exit_code = Error(command, absl::StrCat(path, ": ", status.message()), kExitUsage);
-    return loaded;
-  }
-  loaded.graph = std::move(*graph);
-  return loaded;
-}
-
-// Exactly one positional argument, the graph.
-bool OneGraph(const std::string& command, const ParsedArgs& args, int* exit_code) {
-  if (args.positional.size() == 1) return true;
-  *exit_code = UsageError(command, args.positional.empty()
-                                       ? std::string("missing GRAPH")
-                                       : absl::StrCat("expected one GRAPH, got ",
-                                                      absl::StrJoin(args.positional, " ")));
-  return false;
+std::vector<std::string> OutputNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const Graph::Output& o : graph.outputs()) names.push_back(o.name);
+  return names;
 }
 
 int RunCheck(const std::vector<std::string>& argv) {
-  absl::StatusOr<ParsedArgs> args = ParseArgs(argv, {});
+  absl::StatusOr<ParsedArgs> args = ParseArgs(argv, {{"shape", true}});
   if (!args.ok()) return UsageError("check", std::string(args.status().message()));
   if (args->help) {
     std::cout << kCheckUsage;
@@ -174,55 +122,19 @@ int RunCheck(const std::vector<std::string>& argv) {
   }
   int code = kExitOk;
   if (!OneGraph("check", *args, &code)) return code;
-  LoadedGraph loaded = LoadAndVerify("check", args->positional[0]);
+  LoadedGraph loaded = LoadAndVerify("check", args->positional[0], &*args);
   if (!loaded.graph) return loaded.exit_code;
   std::cout << PrintGraph(*loaded.graph);
   return kExitOk;
 }
 
-// Reads every graph input from DIR/NAME.npy or DIR/NAME.bin (exactly one of them).
-absl::StatusOr<std::map<std::string, Tensor>> ReadInputs(const Graph& graph, const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("--inputs ", dir, " is not a directory"));
-  }
-  std::map<std::string, Tensor> inputs;
-  for (const Node* input : graph.inputs()) {
-    std::string npy = (std::filesystem::path(dir) / (input->name() + ".npy")).string();
-    std::string bin = (std::filesystem::path(dir) / (input->name() + ".bin")).string();
-    bool has_npy = std::filesystem::exists(npy, ec), has_bin = std::filesystem::exists(bin, ec);
-    if (has_npy && has_bin) {
-      return absl::InvalidArgumentError(absl::StrCat("both ", npy, " and ", bin,
-                                                     " exist; keep one"));
-    }
-    if (!has_npy && !has_bin) {
-      return absl::NotFoundError(absl::StrCat(
-          "no file for graph input \"", input->name(), "\" (", DTypeName(input->dtype()),
-          ShapeToString(input->shape()), "): expected ", npy, " or ", bin));
-    }
-    absl::StatusOr<Tensor> t = ReadTensorFile(has_npy ? npy : bin, input->dtype(), input->shape());
-    if (!t.ok()) return t.status();
-    inputs.emplace(input->name(), std::move(*t));
-  }
-  return inputs;
-}
-
-absl::Status WriteOutputs(const Graph& graph, const std::vector<Tensor>& values,
-                          const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  for (size_t i = 0; i < values.size(); ++i) {
-    std::filesystem::path stem = std::filesystem::path(dir) / graph.outputs()[i].name;
-    if (absl::Status s = WriteRawTensor(stem.string() + ".bin", values[i]); !s.ok()) return s;
-    if (absl::Status s = WriteNpyTensor(stem.string() + ".npy", values[i]); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
 int RunRun(const std::vector<std::string>& argv) {
+  bool reference = std::find(argv.begin(), argv.end(), "--reference") != argv.end();
+  bool help = std::find(argv.begin(), argv.end(), "--help") != argv.end() ||
+              std::find(argv.begin(), argv.end(), "-h") != argv.end();
+  if (!reference && !help) return RunGpuCommand(argv);
   absl::StatusOr<ParsedArgs> args = ParseArgs(
-      argv, {{"reference", false}, {"inputs", true}, {"random", true}, {"outputs", true}});
+      argv, {{"reference", false}, {"inputs", true}, {"random", true}, {"outputs", true}, {"shape", true}});
   if (!args.ok()) return UsageError("run", std::string(args.status().message()));
   if (args->help) {
     std::cout << kRunUsage;
@@ -238,13 +150,9 @@ int RunRun(const std::vector<std::string>& argv) {
     return UsageError("run", absl::StrCat("--random needs a non-negative integer seed, not \"",
                                           args->values.at("random"), "\""));
   }
-  if (!args->Has("reference")) {
-    return NotBuiltYet("run", "running on the GPU arrives with issue 4; "
-                              "use --reference for the CPU reference interpreter");
-  }
 
   auto start = std::chrono::steady_clock::now();
-  LoadedGraph loaded = LoadAndVerify("run", args->positional[0]);
+  LoadedGraph loaded = LoadAndVerify("run", args->positional[0], &*args);
   if (!loaded.graph) return loaded.exit_code;
   const Graph& graph = *loaded.graph;
   double import_ms = MillisSince(start);
@@ -274,7 +182,7 @@ int RunRun(const std::vector<std::string>& argv) {
   }
   if (args->Has("outputs")) {
     const std::string& dir = args->values.at("outputs");
-    if (absl::Status s = WriteOutputs(graph, *outputs, dir); !s.ok()) {
+    if (absl::Status s = WriteOutputs(OutputNames(graph), *outputs, dir); !s.ok()) {
       return Error("run", std::string(s.message()), kExitFailure);
     }
     std::cout << "outputs: written to " << dir << " (.bin and .npy)\n";
@@ -313,17 +221,11 @@ int Main(int argc, char** argv) {
   }
   if (command == "check") return RunCheck(args);
   if (command == "run") return RunRun(args);
-  if (command == "compile") {
-    return RunNotBuilt(command, kCompileUsage,
-                       "the compiler (fusion, code generation, GPU runtime) arrives with issue 4", args);
-  }
+  if (command == "compile") return CompileCommand(args);
   if (command == "dump") return DumpCommand(args);
-  if (command == "bench") {
-    return RunNotBuilt(command, kBenchUsage,
-                       "the GPU runtime and benchmarks arrive with issue 4", args);
-  }
+  if (command == "bench") return BenchCommand(args);
   if (command == "tune") {
-    return RunNotBuilt(command, kTuneUsage, "the autotuner arrives with issue 4", args);
+    return RunNotBuilt(command, kTuneUsage, "the autotuner is not built; kernels use DefaultParams", args);
   }
   std::cerr << "kiln: error: unknown command \"" << command
             << "\" (commands: check, run, compile, dump, bench, tune; see kiln --help)\n";

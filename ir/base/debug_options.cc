@@ -10,9 +10,9 @@
 namespace kiln {
 namespace {
 
-constexpr DumpKind kAllDumpKinds[] = {DumpKind::kIr,   DumpKind::kPasses, DumpKind::kLedger,
-                                      DumpKind::kCuda, DumpKind::kPtx,    DumpKind::kLaunch,
-                                      DumpKind::kAutotune};
+constexpr DumpKind kAllDumpKinds[] = {DumpKind::kIr,       DumpKind::kPasses, DumpKind::kLedger,
+                                      DumpKind::kCuda,     DumpKind::kPtx,    DumpKind::kLaunch,
+                                      DumpKind::kAutotune, DumpKind::kCache};
 
 std::string Env(const char* name) {
   const char* value = std::getenv(name);
@@ -30,6 +30,7 @@ const char* DumpKindName(DumpKind kind) {
     case DumpKind::kPtx: return "ptx";
     case DumpKind::kLaunch: return "launch";
     case DumpKind::kAutotune: return "autotune";
+    case DumpKind::kCache: return "cache";
   }
   return "?";
 }
@@ -48,7 +49,7 @@ absl::StatusOr<DebugOptions> DebugOptionsFromEnv() {
     if (!found) {
       return absl::InvalidArgumentError(absl::StrCat(
           "KILN_DUMP: unknown dump \"", item,
-          "\"; valid names are ir, passes, ledger, cuda, ptx, launch, autotune"));
+          "\"; valid names are ir, passes, ledger, cuda, ptx, launch, autotune, cache"));
     }
   }
   options.dump_dir = Env("KILN_DUMP_DIR");

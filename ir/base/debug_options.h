@@ -1,9 +1,9 @@
 // The one documented debug switch (DESIGN.md §7), read from the environment once:
-//   KILN_DUMP=ir,passes,ledger,cuda,ptx,launch,autotune   what to dump (unknown names: error)
-//   KILN_DUMP_DIR=DIR                                      where dumps go (default: stderr)
-//   KILN_DISABLE_PASSES=a,b                                passes the pipeline skips
-//   KILN_FUSION_FUEL=N                                     stop fusing after N merges
-//   KILN_VERIFY=0|1                                        verify after every pass (default 1)
+//   KILN_DUMP=ir,passes,ledger,cuda,ptx,launch,autotune,cache   what to dump (unknown: error)
+//   KILN_DUMP_DIR=DIR                                            where dumps go (default: stderr)
+//   KILN_DISABLE_PASSES=a,b                                      passes the pipeline skips
+//   KILN_FUSION_FUEL=N                                           stop fusing after N merges
+//   KILN_VERIFY=0|1                                              verify after each pass (default 1)
 // README.md's Debugging section mirrors this list.
 #ifndef KILN_IR_BASE_DEBUG_OPTIONS_H_
 #define KILN_IR_BASE_DEBUG_OPTIONS_H_
@@ -25,6 +25,7 @@ enum class DumpKind {
   kPtx,       // PTX per kernel
   kLaunch,    // every kernel launch with its grid and arguments
   kAutotune,  // every autotune candidate and its time
+  kCache,     // kernel cache disk hits, compiles, corrupt entries and failed writes (stderr)
 };
 
 struct DebugOptions {

@@ -1,0 +1,66 @@
+#include "passes/lower_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ir/base/status.h"
+#include "passes/rewrite_util.h"
+
+namespace kiln {
+namespace {
+
+Attributes LastAxis(int64_t rank, bool keep) {
+  return {{"axes", std::vector<int64_t>{rank - 1}}, {"keep_dims", keep}};
+}
+
+Node* Lower(Graph& graph, Node* node) {
+  Rewriter rw(graph, node->name());
+  Node *q = node->operand(0), *k = node->operand(1), *v = node->operand(2);
+  const int64_t rank = static_cast<int64_t>(q->shape().size());
+  const int64_t D = q->shape()[rank - 1], T = k->shape()[rank - 2];
+  const DType t = q->dtype();
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  Node* kt = rw.Add(OpKind::kTranspose, {k}, {{"perm", perm}});
+  double scale = node->attrs().GetFloat("scale");
+  if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(D));
+  Node* s = rw.Add(OpKind::kMul, {rw.Add(OpKind::kMatmul, {q, kt}), rw.Scalar(scale, t)});
+  if (node->num_operands() > 3) s = rw.Add(OpKind::kAdd, {s, node->operand(3)});
+  const double inf = std::numeric_limits<double>::infinity();
+  if (node->attrs().GetBool("causal")) {
+    // row: the query index, one value per row of s ([.., S, 1]); col: the key index ([T]).
+    // Shaped so that a row kernel sees a per-row value and a vector broadcast into the row.
+    Shape rows(s->shape().begin(), s->shape().end() - 1);
+    rows.push_back(1);
+    Node* row = rw.Add(OpKind::kIota, {}, {{"shape", rows}, {"axis", rank - 2}, {"dtype", std::string("i32")}});
+    Node* col = rw.Add(OpKind::kIota, {}, {{"shape", Shape{T}}, {"axis", int64_t{0}}, {"dtype", std::string("i32")}});
+    s = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kLe, {col, row}), s, rw.Scalar(-inf, s->dtype())});
+  }
+  const int64_t srank = static_cast<int64_t>(s->shape().size());
+  Node* m = rw.Add(OpKind::kReduceMax, {s}, LastAxis(srank, true));
+  Node* m0 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {m, rw.Scalar(-inf, m->dtype())}), rw.Scalar(0, m->dtype()), m});
+  Node* e = rw.Add(OpKind::kExp, {rw.Add(OpKind::kSub, {s, m0})});
+  Node* l = rw.Add(OpKind::kReduceSum, {e}, LastAxis(srank, true));
+  Node* l1 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {l, rw.Scalar(0, l->dtype())}), rw.Scalar(1, l->dtype()), l});
+  return rw.Add(OpKind::kMatmul, {rw.Add(OpKind::kDiv, {e, l1}), v});
+}
+
+}  // namespace
+
+absl::StatusOr<bool> LowerAttention::Run(Graph& graph) {
+  bool changed = false;
+  Replacements replacements;
+  for (Node* node : graph.PostOrder()) {
+    if (node->op() != OpKind::kAttention) continue;
+    Node* lowered = Lower(graph, node);
+    KILN_CHECK(lowered->shape() == node->shape() && lowered->dtype() == node->dtype())
+        << "lowering of " << node->ToString() << " built " << lowered->ToString();
+    replacements.Replace(graph, node, lowered);
+    changed = true;
+  }
+  replacements.Finish(graph);
+  return changed;
+}
+
+}  // namespace kiln

@@ -1,0 +1,29 @@
+// lower_attention: rewrites attention into primitives, for targets that have no tiled
+// attention kernel yet (the JIT uses it on attention regions; it is not in the default
+// pipeline, whose plans keep attention whole). For q [.., S, D], k [.., T, D], v [.., T, E]:
+//   s = matmul(q, transpose(k)) * scale [+ mask]        (scale 0 means 1/sqrt(D))
+//   s = where(col <= row, s, -inf)                      (causal only; iota row/col indices)
+//   m = max(s); m0 = where(m == -inf, 0, m); e = exp(s - m0); l = sum(e)
+//   y = matmul(e / where(l == 0, 1, l), v)
+// The guarded softmax keeps attention's semantics for a fully masked row (zeros, not the
+// NaN of 0/0) and is otherwise softmax. Fusion then makes the two matmuls cuBLASLt calls
+// (the transpose folded into the first) and the rest one row kernel.
+#ifndef KILN_PASSES_LOWER_ATTENTION_H_
+#define KILN_PASSES_LOWER_ATTENTION_H_
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+class LowerAttention : public Pass {
+ public:
+  const char* name() const override { return "lower_attention"; }
+  const char* summary() const override {
+    return "rewrite attention into matmul, guarded softmax and matmul (no tiled attention kernel yet)";
+  }
+  absl::StatusOr<bool> Run(Graph& graph) override;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_LOWER_ATTENTION_H_

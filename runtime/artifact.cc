@@ -1,0 +1,350 @@
+#include "runtime/artifact.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "ir/base/hash.h"
+#include "ir/base/status.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\n'};
+
+class Writer {
+ public:
+  void U64(uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), 8); }
+  void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
+  void F64(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, 8);
+    U64(bits);
+  }
+  void Str(const std::string& s) {
+    U64(s.size());
+    out_ += s;
+  }
+  void Ints(const std::vector<int>& v) {
+    U64(v.size());
+    for (int x : v) I64(x);
+  }
+  void Shape_(const Shape& s) {
+    U64(s.size());
+    for (int64_t d : s) I64(d);
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+// Every read is bounds-checked; the first failure sticks and names the field.
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  uint64_t U64(const char* field) {
+    if (!ok() || pos_ + 8 > in_.size()) return Fail(field), 0;
+    uint64_t v;
+    std::memcpy(&v, in_.data() + pos_, 8);
+    pos_ += 8;
+    return v;
+  }
+  int64_t I64(const char* field) { return static_cast<int64_t>(U64(field)); }
+  int Int(const char* field) {
+    int64_t v = I64(field);
+    if (v < -1 || v > (int64_t{1} << 31)) Fail(field);
+    return static_cast<int>(v);
+  }
+  double F64(const char* field) {
+    uint64_t bits = U64(field);
+    double v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+  std::string Str(const char* field) {
+    uint64_t n = U64(field);
+    if (!ok() || n > in_.size() - pos_) return Fail(field), std::string();
+    std::string s = in_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  uint64_t Count(const char* field) {  // an element count, each element at least 8 bytes
+    uint64_t n = U64(field);
+    if (ok() && n > (in_.size() - pos_) / 8 + 1) Fail(field);
+    return ok() ? n : 0;
+  }
+  std::vector<int> Ints(const char* field) {
+    std::vector<int> v(Count(field));
+    for (int& x : v) x = Int(field);
+    return v;
+  }
+  Shape Shape_(const char* field) {
+    Shape s(Count(field));
+    for (int64_t& d : s) d = I64(field);
+    return s;
+  }
+  DType Dtype(const char* field) {
+    auto t = ParseDType(Str(field));
+    if (!t.ok()) Fail(field);
+    return t.ok() ? *t : DType::kF32;
+  }
+  bool ok() const { return failed_.empty(); }
+  bool at_end() const { return pos_ == in_.size(); }
+  const std::string& failed() const { return failed_; }
+
+ private:
+  void Fail(const char* field) {
+    if (failed_.empty()) failed_ = field;
+  }
+  const std::string& in_;
+  size_t pos_ = 0;
+  std::string failed_;
+};
+
+void WriteSpec(Writer& w, const MatmulSpec& s) {
+  w.Str(DTypeName(s.dtype));
+  for (int64_t v : {s.m, s.n, s.k, s.batch, s.stride_a, s.stride_b, s.stride_d}) w.I64(v);
+  w.U64((s.trans_a ? 1 : 0) | (s.trans_b ? 2 : 0) | (s.has_bias ? 4 : 0) | (s.has_residual ? 8 : 0));
+}
+
+MatmulSpec ReadSpec(Reader& r) {
+  MatmulSpec s;
+  s.dtype = r.Dtype("matmul dtype");
+  for (int64_t* v : {&s.m, &s.n, &s.k, &s.batch, &s.stride_a, &s.stride_b, &s.stride_d}) *v = r.I64("matmul sizes");
+  uint64_t flags = r.U64("matmul flags");
+  s.trans_a = flags & 1;
+  s.trans_b = flags & 2;
+  s.has_bias = flags & 4;
+  s.has_residual = flags & 8;
+  return s;
+}
+
+}  // namespace
+
+std::string SerializeProgram(const Program& p) {
+  Writer w;
+  w.Str(p.graph_name);
+  w.Str(p.graph_hash);
+  w.Str(p.arch);
+  w.U64(p.buffers.size());
+  for (const Buffer& b : p.buffers) {
+    w.Str(b.name);
+    w.Str(DTypeName(b.dtype));
+    w.Shape_(b.shape);
+    w.I64(b.bytes);
+    w.I64(static_cast<int64_t>(b.kind));
+    w.I64(b.index);
+    w.I64(b.offset);
+    w.I64(b.alias_of);
+  }
+  w.Ints(p.inputs);
+  w.Ints(p.outputs);
+  w.U64(p.output_names.size());
+  for (const std::string& n : p.output_names) w.Str(n);
+  w.U64(p.modules.size());
+  for (const Module& m : p.modules) {
+    w.Str(m.name);
+    w.Str(m.cubin);
+    w.I64(m.registers);
+    w.I64(m.spill_bytes);
+    w.F64(m.compile_ms);
+    w.Str(m.params);
+  }
+  w.U64(p.steps.size());
+  for (const Step& s : p.steps) {
+    w.I64(static_cast<int64_t>(s.kind));
+    w.I64(s.region);
+    w.Str(s.label);
+    w.F64(s.predicted_us);
+    w.I64(s.bytes);
+    switch (s.kind) {
+      case Step::Kind::kKernel:
+        w.Str(s.kernel.name);
+        w.I64(s.kernel.module);
+        w.Ints(s.kernel.args);
+        w.I64(s.kernel.scratch);
+        w.I64(s.kernel.count);
+        w.I64(s.kernel.grid);
+        w.I64(s.kernel.block);
+        w.I64(s.kernel.dynamic_smem_bytes);
+        break;
+      case Step::Kind::kMatmul:
+        WriteSpec(w, s.matmul.spec);
+        w.U64(s.matmul.calls.size());
+        for (const MatmulStep::Call& c : s.matmul.calls) {
+          w.I64(c.a);
+          w.I64(c.b);
+          w.I64(c.d);
+        }
+        w.Ints({s.matmul.a, s.matmul.b, s.matmul.d, s.matmul.bias, s.matmul.residual});
+        break;
+      case Step::Kind::kCopy:
+        w.Ints({s.copy.src, s.copy.dst});
+        break;
+    }
+  }
+  w.Str(p.constants);
+  w.I64(p.arena_bytes);
+  w.I64(p.persistent_bytes);
+  w.Str(p.ledger_json);
+  w.Str(p.source_graph);
+
+  std::string out(kMagic, sizeof(kMagic));
+  uint32_t version = kArtifactVersion;
+  out.append(reinterpret_cast<const char*>(&version), 4);
+  uint64_t length = w.bytes().size();
+  out.append(reinterpret_cast<const char*>(&length), 8);
+  out += w.bytes();
+  uint64_t checksum = Fnv1a64(w.bytes());
+  out.append(reinterpret_cast<const char*>(&checksum), 8);
+  return out;
+}
+
+absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::string& where) {
+  auto bad = [&](const std::string& why) { return absl::DataLossError(absl::StrCat(where, ": ", why)); };
+  if (bytes.size() < 12 || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return bad("not a kiln artifact (no KILNART magic; `kiln compile` writes them)");
+  }
+  uint32_t version;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  if (version != kArtifactVersion) {
+    return bad(absl::StrCat("artifact format version ", version, "; this kiln reads version ", kArtifactVersion,
+                            ": recompile the graph"));
+  }
+  uint64_t length = 0;
+  if (bytes.size() < 20) return bad("truncated header");
+  std::memcpy(&length, bytes.data() + 12, 8);
+  if (bytes.size() != 20 + length + 8) {
+    return bad(absl::StrCat("truncated or padded: ", bytes.size(), " bytes, the header promises ", 28 + length));
+  }
+  std::string payload = bytes.substr(20, length);
+  uint64_t checksum;
+  std::memcpy(&checksum, bytes.data() + 20 + length, 8);
+  if (checksum != Fnv1a64(payload)) return bad("checksum mismatch: the file is corrupt");
+
+  Reader r(payload);
+  Program p;
+  p.graph_name = r.Str("graph name");
+  p.graph_hash = r.Str("graph hash");
+  p.arch = r.Str("arch");
+  p.buffers.resize(r.Count("buffers"));
+  for (Buffer& b : p.buffers) {
+    b.name = r.Str("buffer name");
+    b.dtype = r.Dtype("buffer dtype");
+    b.shape = r.Shape_("buffer shape");
+    b.bytes = r.I64("buffer bytes");
+    int64_t kind = r.I64("buffer kind");
+    if (kind < 0 || kind > static_cast<int64_t>(BufferKind::kAlias)) return bad("unknown buffer kind");
+    b.kind = static_cast<BufferKind>(kind);
+    b.index = r.Int("buffer index");
+    b.offset = r.I64("buffer offset");
+    b.alias_of = r.Int("buffer alias");
+  }
+  p.inputs = r.Ints("inputs");
+  p.outputs = r.Ints("outputs");
+  p.output_names.resize(r.Count("output names"));
+  for (std::string& n : p.output_names) n = r.Str("output name");
+  p.modules.resize(r.Count("modules"));
+  for (Module& m : p.modules) {
+    m.name = r.Str("module name");
+    m.cubin = r.Str("cubin");
+    m.registers = r.Int("registers");
+    m.spill_bytes = r.I64("spills");
+    m.compile_ms = r.F64("compile ms");
+    m.params = r.Str("params");
+  }
+  p.steps.resize(r.Count("steps"));
+  for (Step& s : p.steps) {
+    int64_t kind = r.I64("step kind");
+    if (kind < 0 || kind > static_cast<int64_t>(Step::Kind::kCopy)) return bad("unknown step kind");
+    s.kind = static_cast<Step::Kind>(kind);
+    s.region = r.Int("step region");
+    s.label = r.Str("step label");
+    s.predicted_us = r.F64("step prediction");
+    s.bytes = r.I64("step bytes");
+    switch (s.kind) {
+      case Step::Kind::kKernel:
+        s.kernel.name = r.Str("kernel name");
+        s.kernel.module = r.Int("kernel module");
+        s.kernel.args = r.Ints("kernel args");
+        s.kernel.scratch = r.Int("kernel scratch");
+        s.kernel.count = r.I64("kernel count");
+        s.kernel.grid = r.I64("kernel grid");
+        s.kernel.block = r.Int("kernel block");
+        s.kernel.dynamic_smem_bytes = r.Int("kernel smem");
+        break;
+      case Step::Kind::kMatmul: {
+        s.matmul.spec = ReadSpec(r);
+        s.matmul.calls.resize(r.Count("matmul calls"));
+        for (MatmulStep::Call& c : s.matmul.calls) {
+          c.a = r.I64("matmul call");
+          c.b = r.I64("matmul call");
+          c.d = r.I64("matmul call");
+        }
+        std::vector<int> ids = r.Ints("matmul buffers");
+        if (ids.size() != 5) return bad("matmul step without its five buffer ids");
+        s.matmul.a = ids[0], s.matmul.b = ids[1], s.matmul.d = ids[2], s.matmul.bias = ids[3], s.matmul.residual = ids[4];
+        break;
+      }
+      case Step::Kind::kCopy: {
+        std::vector<int> ids = r.Ints("copy buffers");
+        if (ids.size() != 2) return bad("copy step without its two buffer ids");
+        s.copy.src = ids[0], s.copy.dst = ids[1];
+        break;
+      }
+    }
+    if (!r.ok()) break;
+  }
+  p.constants = r.Str("constants");
+  p.arena_bytes = r.I64("arena bytes");
+  p.persistent_bytes = r.I64("persistent bytes");
+  p.ledger_json = r.Str("ledger");
+  p.source_graph = r.Str("source graph");
+  if (!r.ok()) return bad(absl::StrCat("malformed field '", r.failed(), "'"));
+  if (!r.at_end()) return bad("trailing bytes after the last field");
+  absl::Status valid = p.Validate();
+  if (!valid.ok()) return bad(std::string(valid.message()));
+  return p;
+}
+
+absl::Status SaveArtifact(const Program& program, const std::string& path) {
+  std::string bytes = SerializeProgram(program);
+  std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temp));
+    out.write(bytes.data(), bytes.size());
+    out.close();
+    if (!out) {
+      std::remove(temp.c_str());
+      return absl::DataLossError(absl::StrCat("writing ", temp, " failed (disk full?)"));
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Program> LoadArtifact(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return DeserializeProgram(buffer.str(), path);
+}
+
+bool LooksLikeArtifact(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[sizeof(kMagic)] = {};
+  in.read(head, sizeof(head));
+  return in.gcount() == sizeof(head) && std::memcmp(head, kMagic, sizeof(kMagic)) == 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,80 @@
+#include "runtime/buffer_plan.h"
+
+#include <algorithm>
+#include <map>
+
+namespace kiln {
+
+std::vector<int> StepBuffers(const Step& step) {
+  switch (step.kind) {
+    case Step::Kind::kKernel: {
+      std::vector<int> ids = step.kernel.args;
+      if (step.kernel.scratch >= 0) ids.push_back(step.kernel.scratch);
+      return ids;
+    }
+    case Step::Kind::kMatmul: {
+      std::vector<int> ids = {step.matmul.a, step.matmul.b, step.matmul.d};
+      if (step.matmul.bias >= 0) ids.push_back(step.matmul.bias);
+      if (step.matmul.residual >= 0) ids.push_back(step.matmul.residual);
+      return ids;
+    }
+    case Step::Kind::kCopy:
+      return {step.copy.src, step.copy.dst};
+  }
+  return {};
+}
+
+int ResolveAlias(const std::vector<Buffer>& buffers, int id) {
+  while (buffers[id].kind == BufferKind::kAlias) id = buffers[id].alias_of;
+  return id;
+}
+
+std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const std::vector<Step>& steps) {
+  std::map<int, Lifetime> live;
+  for (int s = 0; s < static_cast<int>(steps.size()); ++s) {
+    for (int id : StepBuffers(steps[s])) {
+      int root = ResolveAlias(buffers, id);
+      if (buffers[root].kind != BufferKind::kArena) continue;
+      auto [it, inserted] = live.try_emplace(root, Lifetime{root, s, s});
+      if (!inserted) it->second.last = s;
+    }
+  }
+  std::vector<Lifetime> out;
+  for (auto& [id, lifetime] : live) out.push_back(lifetime);
+  return out;
+}
+
+void PlanArena(Program& program) {
+  std::vector<Lifetime> lifetimes = ArenaLifetimes(program.buffers, program.steps);
+  std::sort(lifetimes.begin(), lifetimes.end(), [&](const Lifetime& a, const Lifetime& b) {
+    int64_t sa = program.buffers[a.buffer].bytes, sb = program.buffers[b.buffer].bytes;
+    if (sa != sb) return sa > sb;
+    return a.first != b.first ? a.first < b.first : a.buffer < b.buffer;
+  });
+  auto align = [](int64_t x) { return (x + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; };
+  struct Placed {
+    int64_t begin, end;
+    int first, last;
+  };
+  std::vector<Placed> placed;
+  int64_t arena = 0;
+  for (const Lifetime& l : lifetimes) {
+    int64_t size = align(std::max<int64_t>(program.buffers[l.buffer].bytes, 1));
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Placed& p : placed) {
+      if (p.first <= l.last && l.first <= p.last) busy.push_back({p.begin, p.end});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [begin, end] : busy) {
+      if (offset + size <= begin) break;
+      offset = std::max(offset, end);
+    }
+    program.buffers[l.buffer].offset = offset;
+    placed.push_back({offset, offset + size, l.first, l.last});
+    arena = std::max(arena, offset + size);
+  }
+  program.arena_bytes = arena;
+}
+
+}  // namespace kiln

@@ -1,0 +1,37 @@
+// The buffer plan: where each intermediate tensor lives in the one device arena of a run
+// (DESIGN.md §6). A buffer is live from the first step that touches it to the last; two
+// buffers whose live ranges overlap get disjoint bytes, others may share. Placement is greedy
+// (largest first, then earliest start), each at the lowest 256-byte-aligned offset that fits
+// between the buffers already placed whose lifetimes overlap its own. The arena is therefore
+// never larger than the sum of the buffers and, for a chain, about two of them.
+#ifndef KILN_RUNTIME_BUFFER_PLAN_H_
+#define KILN_RUNTIME_BUFFER_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/program.h"
+
+namespace kiln {
+
+inline constexpr int64_t kArenaAlignment = 256;
+
+// The buffer ids step `step` reads or writes (aliases as written; see ResolveAlias).
+std::vector<int> StepBuffers(const Step& step);
+
+// Follows kAlias links to the buffer that owns the bytes.
+int ResolveAlias(const std::vector<Buffer>& buffers, int id);
+
+struct Lifetime {
+  int buffer = -1;
+  int first = 0, last = 0;  // step indices, inclusive
+};
+// Lifetimes of the kArena buffers that `steps` touch (through aliases), by buffer id order.
+std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const std::vector<Step>& steps);
+
+// Sets the offset of every kArena buffer of `program` and program.arena_bytes.
+void PlanArena(Program& program);
+
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_BUFFER_PLAN_H_

@@ -1,0 +1,96 @@
+// Executable: a Program loaded onto one GPU, ready to run (DESIGN.md §6).
+//
+// Load() checks the Program, refuses a GPU whose architecture differs from the CUBINs' (a
+// "sm_90a" artifact runs on compute capability 9.0 only), loads every module with
+// cuModuleLoadData, uploads the constant block, allocates the arena and the persistent block
+// (zeroed once), and prepares every cuBLASLt plan. Run() then only validates and launches.
+//
+// Run(inputs, outputs, stream) validates every argument before anything is launched: the
+// count, each tensor's dtype and shape against the graph's, that the pointer is device
+// memory of this context with at least the tensor's bytes behind it and 16-byte aligned, and
+// that no output overlaps an input or another output. Errors name the argument ("output #1
+// 'y'"). The steps are launched asynchronously on `stream` (0: the legacy default stream);
+// nothing synchronizes, so a run can be captured into a CUDA graph. One Executable runs on
+// one stream at a time (the arena is shared by its runs).
+#ifndef KILN_RUNTIME_EXECUTABLE_H_
+#define KILN_RUNTIME_EXECUTABLE_H_
+
+#include <cuda.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ir/tensor.h"
+#include "runtime/program.h"
+
+namespace kiln {
+
+struct DeviceTensor {
+  CUdeviceptr data = 0;
+  DType dtype = DType::kF32;
+  Shape shape;
+};
+
+// "sm_90a" for a device of compute capability 9.0 (the arch-specific target kiln compiles
+// for on Hopper), "sm_80" for 8.0: the arch string NVRTC gets for the current device.
+absl::StatusOr<std::string> CurrentDeviceArch();
+
+// Makes device `ordinal`'s primary context current on this thread (retaining it) if no
+// context is current. Returns the current context.
+absl::StatusOr<CUcontext> EnsureContext(int ordinal = 0);
+
+class Executable {
+ public:
+  static absl::StatusOr<std::unique_ptr<Executable>> Load(Program program, int device_ordinal = 0);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  const Program& program() const { return program_; }
+
+  absl::Status Run(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
+                   CUstream stream = nullptr);
+
+  // Runs once with an event recorded after every step, synchronizes, and returns the time of
+  // each step in ms (for `kiln bench`). Same validation as Run.
+  absl::StatusOr<std::vector<double>> RunTimingSteps(absl::Span<const DeviceTensor> inputs,
+                                                     absl::Span<const DeviceTensor> outputs, CUstream stream);
+
+  // Convenience for tools and tests: copies host tensors in (graph input order), runs,
+  // synchronizes, copies the outputs back. Output device buffers are poisoned (0xFF) first,
+  // so an element no step writes shows up as NaN.
+  absl::StatusOr<std::vector<Tensor>> RunOnHost(const std::vector<Tensor>& inputs);
+
+  class Impl;
+
+ private:
+  Executable(Program program, std::unique_ptr<Impl> impl);
+  absl::Status Launch(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
+                      CUstream stream, std::vector<CUevent>* step_events);
+
+  Program program_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Device memory that frees itself (used by RunOnHost, tools and tests).
+class DeviceBuffer {
+ public:
+  static absl::StatusOr<DeviceBuffer> Allocate(int64_t bytes);
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(other.ptr_), bytes_(other.bytes_) { other.ptr_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  ~DeviceBuffer();
+  CUdeviceptr get() const { return ptr_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_EXECUTABLE_H_

@@ -1,0 +1,430 @@
+#include "runtime/jit/lower.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/emit_kernel.h"
+#include "codegen/kernel_params.h"
+#include "ir/base/hash.h"
+#include "ir/base/status.h"
+#include "ir/subgraph.h"
+#include "passes/pass_pipeline.h"
+#include "runtime/buffer_plan.h"
+
+namespace kiln {
+namespace {
+
+int64_t Align(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+bool SwapsLastTwo(const Node* n) {
+  if (n->op() != OpKind::kTranspose) return false;
+  std::vector<int64_t> perm = n->attrs().GetInts("perm");
+  int64_t r = static_cast<int64_t>(perm.size());
+  for (int64_t i = 0; i + 2 < r; ++i) {
+    if (perm[i] != i) return false;
+  }
+  return r >= 2 && perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const LowerOptions& options, LowerResult& result)
+      : options_(options), result_(result), program_(result.program) {}
+
+  absl::Status LowerTop(const Graph& graph, const FusionPlan& plan) {
+    for (size_t i = 0; i < graph.inputs().size(); ++i) {
+      const Node* in = graph.inputs()[i];
+      Buffer b = Describe(in, in->name());
+      b.kind = BufferKind::kInput;
+      b.index = static_cast<int>(i);
+      program_.inputs.push_back(Add(b));
+      buffers_[in] = program_.inputs.back();
+    }
+    for (const Region& region : plan.regions) {
+      LoweredRegion report;
+      report.region = region.id;
+      report.kind = RegionKindName(region.kind);
+      size_t first_step = program_.steps.size();
+      KILN_RETURN_IF_ERROR(LowerRegion(graph, region, region.id, "", report));
+      for (size_t s = first_step; s < program_.steps.size(); ++s) report.steps.push_back(static_cast<int>(s));
+      if (report.steps.size() > 0 && region.id < static_cast<int>(plan.estimates.size())) {
+        program_.steps[first_step].predicted_us = plan.estimates[region.id].total_us;
+      }
+      result_.regions.push_back(std::move(report));
+    }
+    KILN_RETURN_IF_ERROR(Compile());
+    BindOutputs(graph);
+    PlanArena(program_);
+    return program_.Validate();
+  }
+
+ private:
+  Buffer Describe(const Node* n, const std::string& name) {
+    Buffer b;
+    b.name = name;
+    b.dtype = n->dtype();
+    b.shape = n->shape();
+    b.bytes = n->num_elements() * ByteSize(n->dtype());
+    return b;
+  }
+  int Add(const Buffer& b) {
+    program_.buffers.push_back(b);
+    return static_cast<int>(program_.buffers.size()) - 1;
+  }
+
+  // The buffer holding `n`'s value, made on first use: constants go to the constant block,
+  // everything else to the arena (outputs are bound at the end).
+  int BufferOf(const Node* n, const std::string& prefix) {
+    auto it = buffers_.find(n);
+    if (it != buffers_.end()) return it->second;
+    Buffer b = Describe(n, prefix + n->name());
+    if (n->op() == OpKind::kConstant) {
+      b.kind = BufferKind::kConstant;
+      b.offset = Align(static_cast<int64_t>(program_.constants.size()), kArenaAlignment);
+      program_.constants.resize(b.offset);
+      program_.constants.append(reinterpret_cast<const char*>(n->value()->data()), n->value()->num_bytes());
+    } else {
+      KILN_CHECK(n->op() != OpKind::kInput) << "input " << n->name() << " has no buffer";
+      b.kind = BufferKind::kArena;
+    }
+    return buffers_[n] = Add(b);
+  }
+
+  Step NewStep(Step::Kind kind, int region, const std::string& label) {
+    Step s;
+    s.kind = kind;
+    s.region = region;
+    s.label = label;
+    return s;
+  }
+
+  std::string Label(int region_id, const Region& r, const std::string& prefix) {
+    return absl::StrCat("region ", region_id, " ", RegionKindName(r.kind), prefix.empty() ? "" : " (fallback)", ": ",
+                        r.NodeList(4));
+  }
+
+  absl::Status LowerRegion(const Graph& g, const Region& r, int region_id, const std::string& prefix,
+                           LoweredRegion& report) {
+    switch (r.kind) {
+      case RegionKind::kView: return LowerView(r, prefix);
+      case RegionKind::kMatmul: return LowerMatmul(r, region_id, prefix);
+      case RegionKind::kAttention: return LowerAttentionRegion(g, r, region_id, report);
+      default: return LowerKernel(g, r, region_id, prefix, report);
+    }
+  }
+
+  absl::Status LowerKernel(const Graph& g, const Region& r, int region_id, const std::string& prefix,
+                           LoweredRegion& report) {
+    KernelParams params = DefaultParams(r, options_.device);
+    absl::StatusOr<KernelSource> source = EmitKernel(r, g, params);
+    if (!source.ok()) {
+      return absl::Status(source.status().code(), absl::StrCat("region ", region_id, " (", r.NodeList(4),
+                                                               "): ", source.status().message()));
+    }
+    auto [it, inserted] = module_of_.try_emplace(source->name, static_cast<int>(program_.modules.size()));
+    if (inserted) {
+      Module m;
+      m.name = source->name;
+      m.params = source->params.ToString();
+      program_.modules.push_back(m);
+      kernels_.push_back({source->name, source->source});
+    }
+    Step step = NewStep(Step::Kind::kKernel, region_id, Label(region_id, r, prefix));
+    KernelStep& k = step.kernel;
+    k.name = source->name;
+    k.module = it->second;
+    std::map<std::string, const Node*> by_name;
+    for (const Node* n : r.inputs) by_name[n->name()] = n;
+    for (const Node* n : r.outputs) by_name[n->name()] = n;
+    for (const KernelArg& arg : source->args) {
+      auto found = by_name.find(arg.tensor);
+      KILN_CHECK(found != by_name.end()) << "kernel " << source->name << " argument " << arg.tensor
+                                         << " is not a region input or output";
+      k.args.push_back(BufferOf(found->second, prefix));
+      step.bytes += program_.buffers[k.args.back()].bytes;
+    }
+    if (source->has_scratch) {
+      Buffer b;
+      b.name = absl::StrCat(source->name, ".scratch");
+      b.dtype = DType::kI32;
+      b.bytes = source->ScratchBytes(source->count);
+      b.shape = {b.bytes / 4};
+      b.kind = BufferKind::kPersistent;
+      b.offset = program_.persistent_bytes;
+      program_.persistent_bytes = Align(b.offset + b.bytes, kArenaAlignment);
+      k.scratch = Add(b);
+    }
+    k.count = source->count;
+    k.grid = source->launch.Grid(source->count);
+    k.block = source->launch.block;
+    k.dynamic_smem_bytes = source->launch.dynamic_smem_bytes;
+    for (const std::string& note : source->notes) report.notes.push_back(absl::StrCat(source->name, ": ", note));
+    report.kernels.push_back(source->name);
+    program_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+  // Reshapes: each output is an alias of the tensor the chain starts from (or a copy into a
+  // buffer that is already bound, e.g. the output of an attention subgraph).
+  absl::Status LowerView(const Region& r, const std::string& prefix) {
+    for (const Node* out : r.outputs) {
+      const Node* src = out;
+      while (r.Contains(src)) src = src->operand(0);
+      int from = BufferOf(src, prefix);
+      if (auto bound = buffers_.find(out); bound != buffers_.end()) {
+        Step step = NewStep(Step::Kind::kCopy, r.id, absl::StrCat("view ", out->name(), " (copy)"));
+        step.copy = {from, bound->second};
+        step.bytes = 2 * program_.buffers[from].bytes;
+        program_.steps.push_back(step);
+        continue;
+      }
+      Buffer b = Describe(out, prefix + out->name());
+      b.kind = BufferKind::kAlias;
+      b.alias_of = from;
+      buffers_[out] = Add(b);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status LowerMatmul(const Region& r, int region_id, const std::string& prefix) {
+    const Node* mm = nullptr;
+    for (const Node* n : r.nodes) {
+      if (n->op() == OpKind::kMatmul) mm = n;
+    }
+    KILN_CHECK(mm != nullptr) << "matmul region " << region_id << " has no matmul";
+    if (r.outputs.size() != 1) {
+      return absl::InternalError(absl::StrCat("matmul region ", region_id, " (", r.NodeList(4), ") writes ",
+                                              r.outputs.size(), " tensors; cuBLASLt writes one"));
+    }
+    MatmulStep m;
+    MatmulSpec& spec = m.spec;
+    spec.dtype = mm->dtype();
+    if (!IsFloat(spec.dtype)) {
+      return absl::UnimplementedError(absl::StrCat("matmul ", mm->name(), ": ", DTypeName(spec.dtype),
+                                                   " matmuls are not supported (f32, f16, bf16 are)"));
+    }
+    const Node* a = mm->operand(0);
+    const Node* b = mm->operand(1);
+    if (r.Contains(a)) {
+      KILN_CHECK(SwapsLastTwo(a)) << "matmul region operand " << a->name() << " is not a folded transpose";
+      spec.trans_a = true;
+      a = a->operand(0);
+    }
+    if (r.Contains(b)) {
+      KILN_CHECK(SwapsLastTwo(b)) << "matmul region operand " << b->name() << " is not a folded transpose";
+      spec.trans_b = true;
+      b = b->operand(0);
+    }
+    const Shape& out = mm->shape();
+    const size_t rank = out.size();
+    if (rank < 2 || a->shape().size() < 2 || b->shape().size() < 2) {
+      return absl::UnimplementedError(absl::StrCat("matmul ", mm->name(), ": operands of rank 1 are not supported"));
+    }
+    spec.m = out[rank - 2];
+    spec.n = out[rank - 1];
+    const Shape& as = a->shape();
+    spec.k = spec.trans_a ? as[as.size() - 2] : as[as.size() - 1];
+    // Epilogue: the adds after the matmul, in order.
+    const Node* cur = mm;
+    while (cur != r.outputs[0]) {
+      const Node* next = nullptr;
+      for (const Node* u : cur->users()) {
+        if (r.Contains(u)) next = u;
+      }
+      KILN_CHECK(next != nullptr && next->op() == OpKind::kAdd) << "matmul region " << region_id << " epilogue";
+      const Node* other = next->operand(0) == cur ? next->operand(1) : next->operand(0);
+      if (other->shape() == next->shape()) {
+        m.residual = BufferOf(other, prefix);
+        spec.has_residual = true;
+      } else {
+        m.bias = BufferOf(other, prefix);
+        spec.has_bias = true;
+      }
+      cur = next;
+    }
+    // Batch: offsets of each operand's matrix for every output batch index.
+    const Shape batch(out.begin(), out.end() - 2);
+    const int64_t batches = NumElements(batch);
+    auto offsets = [&](const Node* x, int64_t matrix) {
+      const Shape& s = x->shape();
+      const size_t xb = s.size() - 2;  // x's batch rank, right-aligned to `batch`
+      std::vector<int64_t> result(batches, 0);
+      for (int64_t i = 0; i < batches; ++i) {
+        int64_t rest = i, offset = 0, stride = matrix;
+        for (size_t d = batch.size(); d-- > 0;) {
+          int64_t idx = rest % batch[d];
+          rest /= batch[d];
+          size_t back = batch.size() - d;  // 1 = last batch dim
+          if (back <= xb) {
+            int64_t extent = s[xb - back];
+            if (extent != 1) offset += idx * stride;
+            stride *= extent;
+          }
+        }
+        result[i] = offset;
+      }
+      return result;
+    };
+    std::vector<int64_t> ao = offsets(a, spec.m * spec.k), bo = offsets(b, spec.k * spec.n);
+    auto linear = [&](const std::vector<int64_t>& o, int64_t* stride) {
+      *stride = batches > 1 ? o[1] : 0;
+      for (int64_t i = 0; i < batches; ++i) {
+        if (o[i] != i * *stride) return false;
+      }
+      return true;
+    };
+    int64_t sa = 0, sb = 0;
+    bool b_broadcast = std::all_of(bo.begin(), bo.end(), [](int64_t x) { return x == 0; });
+    if (batches > 1 && b_broadcast && !spec.trans_a && linear(ao, &sa) && sa == spec.m * spec.k) {
+      spec.m *= batches;  // [batch*M, K] @ [K, N]: one plain matmul
+    } else if (linear(ao, &sa) && linear(bo, &sb)) {
+      spec.batch = batches;
+      spec.stride_a = sa;
+      spec.stride_b = sb;
+      spec.stride_d = spec.m * spec.n;
+    } else {
+      m.calls.clear();
+      for (int64_t i = 0; i < batches; ++i) m.calls.push_back({ao[i], bo[i], i * spec.m * spec.n});
+    }
+    m.a = BufferOf(a, prefix);
+    m.b = BufferOf(b, prefix);
+    m.d = BufferOf(r.outputs[0], prefix);
+    Step step = NewStep(Step::Kind::kMatmul, region_id, Label(region_id, r, prefix));
+    for (int id : {m.a, m.b, m.d, m.bias, m.residual}) {
+      if (id >= 0) step.bytes += program_.buffers[id].bytes;
+    }
+    step.matmul = std::move(m);
+    program_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+  absl::Status LowerAttentionRegion(const Graph& g, const Region& r, int region_id, LoweredRegion& report) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> sub, ExtractSubgraph(g, r.nodes, r.inputs, r.outputs));
+    KILN_RETURN_IF_ERROR(AttentionFallbackPipeline().Run(*sub, DebugOptions{}).status());
+    KILN_ASSIGN_OR_RETURN(FusionPlan plan, PlanFusion(*sub, options_.device));
+    const std::string prefix = absl::StrCat("r", region_id, "/");
+    std::vector<int> copies_from, copies_to;
+    for (const Node* in : sub->inputs()) {
+      auto it = std::find_if(r.inputs.begin(), r.inputs.end(), [&](const Node* n) { return n->name() == in->name(); });
+      KILN_CHECK(it != r.inputs.end()) << "attention subgraph input " << in->name();
+      buffers_[in] = BufferOf(*it, "");
+    }
+    for (const Node* n : sub->PostOrder()) {
+      const Node* original = g.FindNode(n->name());
+      if (n->op() == OpKind::kConstant && original != nullptr && original->op() == OpKind::kConstant) {
+        buffers_[n] = BufferOf(original, "");
+      }
+    }
+    for (size_t i = 0; i < sub->outputs().size(); ++i) {
+      const Node* n = sub->outputs()[i].node;
+      int target = BufferOf(r.outputs[i], "");
+      if (buffers_.count(n)) {
+        copies_from.push_back(buffers_[n]);
+        copies_to.push_back(target);
+      } else {
+        buffers_[n] = target;
+      }
+    }
+    std::vector<std::string> parts;
+    for (const Region& sr : plan.regions) {
+      size_t before = program_.steps.size();
+      KILN_RETURN_IF_ERROR(LowerRegion(*sub, sr, region_id, prefix, report));
+      if (program_.steps.size() > before) parts.push_back(RegionKindName(sr.kind));
+    }
+    for (size_t i = 0; i < copies_from.size(); ++i) {
+      Step step = NewStep(Step::Kind::kCopy, region_id, absl::StrCat("region ", region_id, " output copy"));
+      step.copy = {copies_from[i], copies_to[i]};
+      program_.steps.push_back(step);
+    }
+    report.notes.push_back(absl::StrCat("no tiled attention template yet: ran as ", absl::StrJoin(parts, " -> "),
+                                        " (cuBLASLt matmuls and a guarded-softmax row kernel; the scores are stored)"));
+    subgraphs_.push_back(std::move(sub));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compile() {
+    if (kernels_.empty()) return absl::OkStatus();
+    KernelCache& cache = options_.cache ? *options_.cache : KernelCache::Default();
+    result_.cache_before = cache.stats();
+    auto start = std::chrono::steady_clock::now();
+    KILN_ASSIGN_OR_RETURN(std::vector<CachedKernel> compiled,
+                          cache.GetOrCompileAll(kernels_, options_.arch, options_.compile_threads));
+    result_.compile_wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    result_.cache_after = cache.stats();
+    std::map<std::string, std::string> origin;
+    for (size_t i = 0; i < compiled.size(); ++i) {
+      Module& m = program_.modules[i];
+      const CompiledCuda& c = compiled[i].compiled;
+      m.cubin.assign(c.cubin.begin(), c.cubin.end());
+      m.registers = c.registers;
+      m.spill_bytes = c.spill_store_bytes + c.spill_load_bytes;
+      m.compile_ms = c.compile_ms;
+      origin[m.name] = compiled[i].origin;
+    }
+    for (LoweredRegion& r : result_.regions) {
+      for (const std::string& k : r.kernels) r.origins.push_back(origin[k]);
+    }
+    return absl::OkStatus();
+  }
+
+  // Graph outputs: the producer writes the caller's buffer directly where it can.
+  void BindOutputs(const Graph& graph) {
+    for (size_t i = 0; i < graph.outputs().size(); ++i) {
+      const Graph::Output& o = graph.outputs()[i];
+      int id = buffers_.count(o.node) ? buffers_[o.node] : BufferOf(o.node, "");
+      int root = ResolveAlias(program_.buffers, id);
+      if (program_.buffers[root].kind == BufferKind::kArena) {
+        if (id != root) {
+          program_.buffers[root].kind = BufferKind::kAlias;
+          program_.buffers[root].alias_of = id;
+        }
+        program_.buffers[id].kind = BufferKind::kOutput;
+        program_.buffers[id].alias_of = -1;
+        program_.buffers[id].index = static_cast<int>(i);
+        program_.buffers[id].name = o.name;
+        program_.outputs.push_back(id);
+      } else {
+        Buffer b = Describe(o.node, o.name);
+        b.kind = BufferKind::kOutput;
+        b.index = static_cast<int>(i);
+        int dst = Add(b);
+        Step step = NewStep(Step::Kind::kCopy, -1, absl::StrCat("output ", o.name, " (copy)"));
+        step.copy = {id, dst};
+        step.bytes = 2 * b.bytes;
+        program_.steps.push_back(step);
+        program_.outputs.push_back(dst);
+      }
+      program_.output_names.push_back(o.name);
+    }
+  }
+
+  const LowerOptions& options_;
+  LowerResult& result_;
+  Program& program_;
+  std::map<const Node*, int> buffers_;
+  std::map<std::string, int> module_of_;
+  std::vector<KernelToCompile> kernels_;
+  std::vector<std::unique_ptr<Graph>> subgraphs_;  // keep attention subgraphs' nodes alive
+};
+
+}  // namespace
+
+absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan, const LowerOptions& options) {
+  LowerResult result;
+  Program& p = result.program;
+  p.graph_name = graph.name();
+  p.arch = options.arch;
+  p.graph_hash = Hex64(Fnv1a64(options.source_text));
+  p.ledger_json = FusionPlanJson(plan);
+  p.source_graph = options.source_text;
+  Lowerer lowerer(options, result);
+  KILN_RETURN_IF_ERROR(lowerer.LowerTop(graph, plan));
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,64 @@
+// LowerPlan: a FusionPlan over a graph -> a runtime Program (runtime/program.h).
+//
+//   pointwise, row_reduction, other_reduction, layout regions
+//        -> one kernel each: codegen's EmitKernel with DefaultParams for the device, compiled
+//           by NVRTC through the KernelCache, all kernels of the graph in parallel
+//   matmul regions -> one cuBLASLt step: a transposed operand folds into the op, a bias add
+//           into EPILOGUE_BIAS, a residual add into C with beta = 1; batch dims become a
+//           strided batch (stride 0 where an operand is broadcast) or, failing that, one call
+//           per batch
+//   attention regions -> there is no tiled attention template yet: the region's subgraph
+//           goes through AttentionFallbackPipeline (matmul, guarded softmax, matmul), is
+//           planned again, and lowered like any graph (2 cuBLASLt calls + a row kernel, plus
+//           layout kernels for the strided views the attention region had absorbed); the
+//           notes say so
+//   view regions (reshapes) -> aliases, no step
+// Every graph input gets an input buffer; a graph output is written in place by its producer
+// (a view of it becomes an alias of the output), or copied when it is an input, a constant or
+// another output. Intermediates are placed in the arena by the buffer plan; row kernels'
+// scratch is persistent (zeroed once).
+#ifndef KILN_RUNTIME_JIT_LOWER_H_
+#define KILN_RUNTIME_JIT_LOWER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "passes/cost/device_spec.h"
+#include "passes/fusion/priority_fusion.h"
+#include "runtime/jit/kernel_cache.h"
+#include "runtime/program.h"
+
+namespace kiln {
+
+struct LowerOptions {
+  std::string arch = "sm_90a";  // NVRTC target; the Program runs on this arch only
+  DeviceSpec device;            // for KernelParams defaults and re-planning attention
+  KernelCache* cache = nullptr; // nullptr: KernelCache::Default()
+  int compile_threads = 0;      // 0: hardware concurrency
+  std::string source_text;      // the imported graph, printed: hashed into Program::graph_hash
+};
+
+// What happened while lowering, per region, for reports and the ledger.
+struct LoweredRegion {
+  int region = -1;
+  std::string kind;
+  std::vector<int> steps;          // indices into Program::steps
+  std::vector<std::string> notes;  // e.g. "attention: no tiled template yet; ran as ..."
+  std::vector<std::string> kernels;
+  std::vector<std::string> origins;  // per kernel: memory / disk / nvrtc
+};
+
+struct LowerResult {
+  Program program;
+  std::vector<LoweredRegion> regions;
+  CacheStats cache_before, cache_after;
+  double compile_wall_ms = 0;  // the whole parallel NVRTC batch
+};
+
+absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan, const LowerOptions& options);
+
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_JIT_LOWER_H_

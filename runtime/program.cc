@@ -1,0 +1,149 @@
+#include "runtime/program.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "runtime/buffer_plan.h"
+
+namespace kiln {
+
+const char* BufferKindName(BufferKind kind) {
+  switch (kind) {
+    case BufferKind::kInput: return "input";
+    case BufferKind::kOutput: return "output";
+    case BufferKind::kConstant: return "constant";
+    case BufferKind::kArena: return "arena";
+    case BufferKind::kPersistent: return "persistent";
+    case BufferKind::kAlias: return "alias";
+  }
+  return "?";
+}
+
+namespace {
+
+absl::Status Bad(const std::string& what) {
+  return absl::DataLossError(absl::StrCat("invalid program: ", what));
+}
+
+}  // namespace
+
+absl::Status Program::Validate() const {
+  const int n = static_cast<int>(buffers.size());
+  auto in_range = [&](int id) { return id >= 0 && id < n; };
+  for (int i = 0; i < n; ++i) {
+    const Buffer& b = buffers[i];
+    if (b.bytes < 0 || b.offset < 0) return Bad(absl::StrCat("buffer ", b.name, " has a negative size or offset"));
+    switch (b.kind) {
+      case BufferKind::kInput:
+        if (b.index < 0 || b.index >= static_cast<int>(inputs.size()) || inputs[b.index] != i) {
+          return Bad(absl::StrCat("input buffer ", b.name, " is not input #", b.index));
+        }
+        break;
+      case BufferKind::kOutput:
+        if (b.index < 0 || b.index >= static_cast<int>(outputs.size()) || outputs[b.index] != i) {
+          return Bad(absl::StrCat("output buffer ", b.name, " is not output #", b.index));
+        }
+        break;
+      case BufferKind::kConstant:
+        if (b.offset + b.bytes > static_cast<int64_t>(constants.size())) {
+          return Bad(absl::StrCat("constant ", b.name, " lies outside the constant block"));
+        }
+        break;
+      case BufferKind::kArena:
+        if (b.offset + b.bytes > arena_bytes) return Bad(absl::StrCat("buffer ", b.name, " lies outside the arena"));
+        break;
+      case BufferKind::kPersistent:
+        if (b.offset + b.bytes > persistent_bytes) {
+          return Bad(absl::StrCat("buffer ", b.name, " lies outside the persistent block"));
+        }
+        break;
+      case BufferKind::kAlias: {
+        // The chain must end at a buffer that owns bytes, within n links (no loops).
+        int target = i, links = 0;
+        while (in_range(target) && buffers[target].kind == BufferKind::kAlias && links <= n) {
+          target = buffers[target].alias_of;
+          ++links;
+        }
+        if (!in_range(target) || links > n) return Bad(absl::StrCat("alias ", b.name, " has a bad or looping target"));
+        if (buffers[b.alias_of].bytes != b.bytes) return Bad(absl::StrCat("alias ", b.name, " changes the size"));
+        break;
+      }
+    }
+  }
+  if (inputs.size() != 0 || outputs.size() != 0) {
+    for (int id : inputs) {
+      if (!in_range(id) || buffers[id].kind != BufferKind::kInput) return Bad("an input id is not an input buffer");
+    }
+    for (int id : outputs) {
+      if (!in_range(id) || buffers[id].kind != BufferKind::kOutput) return Bad("an output id is not an output buffer");
+    }
+  }
+  if (output_names.size() != outputs.size()) return Bad("output names and outputs differ in number");
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Step& step = steps[s];
+    for (int id : StepBuffers(step)) {
+      if (!in_range(id)) return Bad(absl::StrCat("step ", s, " uses buffer ", id, " of ", n));
+    }
+    if (step.kind == Step::Kind::kKernel) {
+      const KernelStep& k = step.kernel;
+      if (k.module < 0 || k.module >= static_cast<int>(modules.size())) {
+        return Bad(absl::StrCat("step ", s, " names module ", k.module));
+      }
+      if (k.grid < 1 || k.block < 1 || k.block > 1024) return Bad(absl::StrCat("step ", s, " has a bad launch shape"));
+    } else if (step.kind == Step::Kind::kMatmul) {
+      absl::Status valid = step.matmul.spec.Validate();
+      if (!valid.ok()) return Bad(absl::StrCat("step ", s, ": ", valid.message()));
+      if (step.matmul.calls.empty()) return Bad(absl::StrCat("step ", s, " makes no cuBLASLt call"));
+    } else if (buffers[step.copy.src].bytes != buffers[step.copy.dst].bytes) {
+      return Bad(absl::StrCat("step ", s, " copies between buffers of different sizes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t Program::CompulsoryBytes() const {
+  int64_t total = 0;
+  for (int id : inputs) total += buffers[id].bytes;
+  for (int id : outputs) total += buffers[id].bytes;
+  return total;
+}
+
+std::string Program::ToString() const {
+  std::string out = absl::StrFormat("program %s for %s: %d steps, %d modules, arena %d B, persistent %d B, constants %d B\n",
+                                    graph_name, arch, steps.size(), modules.size(), arena_bytes, persistent_bytes,
+                                    constants.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const Buffer& b = buffers[i];
+    absl::StrAppendFormat(&out, "  buffer %d %s %s%s %s", i, b.name, DTypeName(b.dtype), ShapeToString(b.shape),
+                          BufferKindName(b.kind));
+    if (b.kind == BufferKind::kInput || b.kind == BufferKind::kOutput) absl::StrAppend(&out, " #", b.index);
+    if (b.kind == BufferKind::kAlias) absl::StrAppend(&out, " of ", b.alias_of);
+    if (b.kind == BufferKind::kArena || b.kind == BufferKind::kConstant || b.kind == BufferKind::kPersistent) {
+      absl::StrAppend(&out, " @", b.offset);
+    }
+    absl::StrAppend(&out, " ", b.bytes, " B\n");
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    switch (s.kind) {
+      case Step::Kind::kKernel:
+        absl::StrAppendFormat(&out, "  step %d launch %s grid %d block %d count %d args (%s)%s\n", i, s.kernel.name,
+                              s.kernel.grid, s.kernel.block, s.kernel.count, absl::StrJoin(s.kernel.args, ","),
+                              s.kernel.scratch >= 0 ? absl::StrCat(" scratch ", s.kernel.scratch) : "");
+        break;
+      case Step::Kind::kMatmul:
+        absl::StrAppendFormat(&out, "  step %d cublasLt %s a %d b %d d %d%s%s x%d\n", i, s.matmul.spec.ToString(),
+                              s.matmul.a, s.matmul.b, s.matmul.d,
+                              s.matmul.bias >= 0 ? absl::StrCat(" bias ", s.matmul.bias) : "",
+                              s.matmul.residual >= 0 ? absl::StrCat(" residual ", s.matmul.residual) : "",
+                              s.matmul.calls.size());
+        break;
+      case Step::Kind::kCopy:
+        absl::StrAppendFormat(&out, "  step %d copy %d -> %d\n", i, s.copy.src, s.copy.dst);
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,174 @@
+// The runtime's plain-data side, no GPU: the buffer plan (lifetimes and placement), the AOT
+// artifact (round trip, and every kind of damage refused with a message that says which),
+// and Program::Validate.
+#include <filesystem>
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "runtime/artifact.h"
+#include "runtime/buffer_plan.h"
+#include "runtime/program.h"
+
+namespace kiln {
+namespace {
+
+Buffer Arena(const std::string& name, int64_t bytes) {
+  Buffer b;
+  b.name = name;
+  b.dtype = DType::kF32;
+  b.shape = {bytes / 4};
+  b.bytes = bytes;
+  b.kind = BufferKind::kArena;
+  return b;
+}
+
+Step Copy(int src, int dst) {
+  Step s;
+  s.kind = Step::Kind::kCopy;
+  s.copy = {src, dst};
+  return s;
+}
+
+// A chain a -> b -> c -> d of copies: a and b live in steps 0; b, c in 1; c, d in 2.
+Program Chain(int64_t bytes) {
+  Program p;
+  p.graph_name = "chain";
+  p.arch = "sm_90a";
+  for (const char* n : {"a", "b", "c", "d"}) p.buffers.push_back(Arena(n, bytes));
+  p.steps = {Copy(0, 1), Copy(1, 2), Copy(2, 3)};
+  return p;
+}
+
+TEST(BufferPlanTest, LifetimesSpanFirstToLastUse) {
+  Program p = Chain(1024);
+  std::vector<Lifetime> l = ArenaLifetimes(p.buffers, p.steps);
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_EQ(l[0].first, 0);
+  EXPECT_EQ(l[0].last, 0);
+  EXPECT_EQ(l[1].first, 0);
+  EXPECT_EQ(l[1].last, 1);
+  EXPECT_EQ(l[3].first, 2);
+  EXPECT_EQ(l[3].last, 2);
+}
+
+TEST(BufferPlanTest, AChainReusesTwoSlots) {
+  Program p = Chain(1000);  // rounds up to 1024 per slot
+  PlanArena(p);
+  EXPECT_EQ(p.arena_bytes, 2 * 1024);
+  // Buffers live at the same time never overlap.
+  std::vector<Lifetime> l = ArenaLifetimes(p.buffers, p.steps);
+  for (const Lifetime& x : l) {
+    for (const Lifetime& y : l) {
+      if (x.buffer >= y.buffer || x.last < y.first || y.last < x.first) continue;
+      const Buffer &bx = p.buffers[x.buffer], &by = p.buffers[y.buffer];
+      EXPECT_TRUE(bx.offset + bx.bytes <= by.offset || by.offset + by.bytes <= bx.offset)
+          << bx.name << " and " << by.name << " overlap";
+    }
+  }
+  for (const Buffer& b : p.buffers) EXPECT_EQ(b.offset % kArenaAlignment, 0);
+}
+
+TEST(BufferPlanTest, AliasesExtendTheirOwnersLife) {
+  Program p = Chain(256);
+  Buffer view = Arena("view_of_a", 256);
+  view.kind = BufferKind::kAlias;
+  view.alias_of = 0;
+  p.buffers.push_back(view);  // id 4
+  p.steps.push_back(Copy(4, 3));
+  std::vector<Lifetime> l = ArenaLifetimes(p.buffers, p.steps);
+  EXPECT_EQ(l[0].buffer, 0);
+  EXPECT_EQ(l[0].last, 3);
+  EXPECT_EQ(ResolveAlias(p.buffers, 4), 0);
+}
+
+Program Small() {
+  Program p = Chain(512);
+  p.buffers[0].kind = BufferKind::kInput;
+  p.buffers[0].index = 0;
+  p.buffers[3].kind = BufferKind::kOutput;
+  p.buffers[3].index = 0;
+  p.inputs = {0};
+  p.outputs = {3};
+  p.output_names = {"d"};
+  p.modules.push_back({"kiln_pw_0", std::string("\x7f" "ELF\0\1\2", 7), 32, 0, 12.5, "block=256"});
+  Step k;
+  k.kind = Step::Kind::kKernel;
+  k.kernel.name = "kiln_pw_0";
+  k.kernel.module = 0;
+  k.kernel.args = {0, 1};
+  k.kernel.count = 128;
+  k.label = "region 0 pointwise: neg";
+  p.steps.insert(p.steps.begin(), k);
+  Step m;
+  m.kind = Step::Kind::kMatmul;
+  m.matmul.spec.m = m.matmul.spec.n = m.matmul.spec.k = 8;
+  m.matmul.a = 1, m.matmul.b = 1, m.matmul.d = 2;
+  p.steps.push_back(m);
+  p.constants = std::string(16, '\3');
+  p.ledger_json = "{\"regions\": []}";
+  p.source_graph = "graph chain() {}";
+  PlanArena(p);
+  return p;
+}
+
+TEST(ArtifactTest, RoundTripKeepsEveryField) {
+  Program p = Small();
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  std::string bytes = SerializeProgram(p);
+  absl::StatusOr<Program> q = DeserializeProgram(bytes);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->ToString(), p.ToString());
+  EXPECT_EQ(SerializeProgram(*q), bytes);
+  EXPECT_EQ(q->modules[0].cubin, p.modules[0].cubin);
+  EXPECT_EQ(q->ledger_json, p.ledger_json);
+  EXPECT_EQ(q->source_graph, p.source_graph);
+}
+
+TEST(ArtifactTest, SaveAndLoadAFile) {
+  std::string path = (std::filesystem::temp_directory_path() / "kiln_program_test.kiln").string();
+  Program p = Small();
+  ASSERT_TRUE(SaveArtifact(p, path).ok());
+  EXPECT_TRUE(LooksLikeArtifact(path));
+  absl::StatusOr<Program> q = LoadArtifact(path);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->ToString(), p.ToString());
+  std::filesystem::remove(path);
+  EXPECT_FALSE(LoadArtifact(path).ok());
+}
+
+void ExpectRefused(const std::string& bytes, const std::string& why) {
+  absl::StatusOr<Program> q = DeserializeProgram(bytes, "x.kiln");
+  ASSERT_FALSE(q.ok()) << "accepted: " << why;
+  EXPECT_NE(q.status().message().find("x.kiln"), std::string::npos) << q.status();
+  EXPECT_NE(q.status().message().find(why), std::string::npos) << q.status();
+}
+
+TEST(ArtifactTest, DamageIsRefusedWithItsReason) {
+  std::string good = SerializeProgram(Small());
+  ExpectRefused("{\"kiln_graph\": 1}", "not a kiln artifact");
+  std::string version = good;
+  version[8] = 99;
+  ExpectRefused(version, "format version 99");
+  ExpectRefused(good.substr(0, good.size() - 5), "truncated");
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 0x40;
+  ExpectRefused(flipped, "checksum mismatch");
+}
+
+TEST(ProgramTest, ValidateNamesTheProblem) {
+  Program p = Small();
+  p.steps[0].kernel.args.push_back(42);
+  EXPECT_NE(p.Validate().message().find("uses buffer 42"), std::string::npos) << p.Validate();
+  p = Small();
+  p.buffers[1].kind = BufferKind::kAlias;
+  p.buffers[1].alias_of = 2;
+  p.buffers[2].kind = BufferKind::kAlias;
+  p.buffers[2].alias_of = 1;
+  EXPECT_NE(p.Validate().message().find("looping"), std::string::npos) << p.Validate();
+  p = Small();
+  p.steps[0].kernel.module = 3;
+  EXPECT_NE(p.Validate().message().find("module 3"), std::string::npos) << p.Validate();
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,231 @@
+#include "tools/gpu_commands.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/numbers.h"
+#include "api/compiler.h"
+#include "ir/base/status.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "ir/promote.h"
+#include "runtime/artifact.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executable.h"
+#include "tools/bench_floor.h"
+#include "tools/cli_common.h"
+#include "tools/summary.h"
+
+namespace kiln {
+namespace {
+
+constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH -o FILE.kiln [--arch sm_90a] [--device h100] [--shape NAME=DIMS]
+
+Compiles GRAPH (.json or .onnx) ahead of time: the pass pipeline, priority fusion, code
+generation and NVRTC, into one artifact that `kiln run FILE.kiln` and the C++ runtime load
+and run without NVRTC. Prints one line per step (kernel, registers, spills, compile ms and
+whether the CUBIN came from NVRTC or the cache) and the artifact's size.
+
+flags:
+  -o, --output FILE   the artifact to write (required)
+  --arch ARCH         NVRTC target, e.g. sm_90a (H100/H200), sm_80; default: this GPU's,
+                      or sm_90a without one. The artifact runs on that architecture only.
+  --device NAME       the cost model's device spec: h100 (default) or h200
+  --shape BINDINGS    ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
+)";
+
+constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH|FILE.kiln [--reps N] [--json FILE] [--arch ARCH] [--device NAME]
+
+Times a compiled graph on the GPU with CUDA events, after warm-up: the median of N runs end
+to end and of every step alone (events between steps), with the bytes each step moves and its
+GB/s. In the same process it measures the device-to-device copy bandwidth (and, when the graph
+has matmuls, the bf16 cuBLASLt rate) and reports the floor: compulsory bytes (graph inputs and
+outputs) over that bandwidth, or FLOPs over that rate if larger, and time / floor.
+
+flags:
+  --reps N       timed repetitions (default 50)
+  --json FILE    also write the figures as JSON (bench/results/ keeps these)
+)";
+
+struct Target {
+  std::unique_ptr<Executable> executable;
+  std::unique_ptr<Graph> reference;  // the source graph (for inputs and --check)
+  std::string what;
+};
+
+// GRAPH (compiled now) or FILE.kiln (loaded), loaded onto the GPU.
+absl::StatusOr<Target> LoadTarget(const std::string& command, const ParsedArgs& args, int* exit_code) {
+  const std::string& path = args.positional[0];
+  Target t;
+  Program program;
+  if (LooksLikeArtifact(path)) {
+    KILN_ASSIGN_OR_RETURN(program, LoadArtifact(path));
+    t.what = absl::StrCat("artifact ", path, " (", program.arch, ", no NVRTC)");
+  } else {
+    LoadedGraph loaded = LoadAndVerify(command, path, &args);
+    if (!loaded.graph) {
+      *exit_code = loaded.exit_code;
+      return absl::CancelledError("reported");
+    }
+    CompileOptions options;
+    if (args.values.count("device")) options.analyze.device = args.values.at("device");
+    if (args.values.count("arch")) {
+      options.arch = args.values.at("arch");
+    } else {
+      KILN_ASSIGN_OR_RETURN(options.arch, CurrentDeviceArch());
+    }
+    auto start = std::chrono::steady_clock::now();
+    KILN_ASSIGN_OR_RETURN(Compiled compiled, Compile(std::move(loaded.graph), options));
+    program = std::move(compiled.lowered.program);
+    t.what = absl::StrFormat("%s compiled for %s in %.0f ms", path, program.arch, MillisSince(start));
+  }
+  KILN_ASSIGN_OR_RETURN(t.reference, ParseGraph(program.source_graph));
+  KILN_ASSIGN_OR_RETURN(t.executable, Executable::Load(std::move(program)));
+  return t;
+}
+
+std::vector<Tensor> InOrder(const Graph& g, std::map<std::string, Tensor>& inputs) {
+  std::vector<Tensor> v;
+  for (const Node* in : g.inputs()) v.push_back(inputs.at(in->name()));
+  return v;
+}
+
+}  // namespace
+
+int CompileCommand(const std::vector<std::string>& raw) {
+  std::vector<std::string> argv = raw;
+  for (std::string& a : argv) {
+    if (a == "-o") a = "--output";
+  }
+  auto args = ParseArgs(argv, {{"output", true}, {"arch", true}, {"device", true}, {"shape", true}});
+  if (!args.ok()) return UsageError("compile", std::string(args.status().message()));
+  if (args->help) {
+    std::cout << kCompileUsage;
+    return kExitOk;
+  }
+  int code = kExitOk;
+  if (!OneGraph("compile", *args, &code)) return code;
+  if (!args->values.count("output")) return UsageError("compile", "missing -o FILE.kiln");
+  LoadedGraph loaded = LoadAndVerify("compile", args->positional[0], &*args);
+  if (!loaded.graph) return loaded.exit_code;
+  CompileOptions options;
+  if (args->values.count("device")) options.analyze.device = args->values.at("device");
+  if (args->values.count("arch")) {
+    options.arch = args->values.at("arch");
+  } else if (HaveGpu()) {
+    auto arch = CurrentDeviceArch();
+    if (!arch.ok()) return Error("compile", std::string(arch.status().message()), kExitFailure);
+    options.arch = *arch;
+  }
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Compiled> compiled = Compile(std::move(loaded.graph), options);
+  if (!compiled.ok()) return Error("compile", std::string(compiled.status().message()), kExitFailure);
+  double ms = MillisSince(start);
+  const Program& p = compiled->lowered.program;
+  const FusionPlan& plan = compiled->analysis.plan;
+  std::cout << absl::StrFormat("%s: %d ops -> %d regions -> %d steps (%d kernels, %d cuBLASLt), arch %s\n",
+                               p.graph_name, plan.ops, plan.regions.size(), p.steps.size(), p.modules.size(),
+                               std::count_if(p.steps.begin(), p.steps.end(),
+                                             [](const Step& s) { return s.kind == Step::Kind::kMatmul; }),
+                               p.arch);
+  for (const LoweredRegion& r : compiled->lowered.regions) {
+    for (size_t k = 0; k < r.kernels.size(); ++k) {
+      auto m = std::find_if(p.modules.begin(), p.modules.end(), [&](const Module& m) { return m.name == r.kernels[k]; });
+      std::cout << absl::StrFormat("  region %-3d %-16s %s  %s  regs %d spills %d B  nvrtc %.0f ms (%s)\n", r.region,
+                                   r.kind, m->name, m->params, m->registers, m->spill_bytes, m->compile_ms,
+                                   k < r.origins.size() ? r.origins[k] : "?");
+    }
+    if (r.kernels.empty()) std::cout << absl::StrFormat("  region %-3d %-16s (library call or view)\n", r.region, r.kind);
+    for (const std::string& note : r.notes) std::cout << "      note: " << note << "\n";
+  }
+  const CacheStats &a = compiled->lowered.cache_before, &b = compiled->lowered.cache_after;
+  std::cout << absl::StrFormat("kernels: %d compiled by NVRTC, %d from the disk cache, %d from memory; %.0f ms wall\n",
+                               b.compiles - a.compiles, b.disk_hits - a.disk_hits, b.memory_hits - a.memory_hits,
+                               compiled->lowered.compile_wall_ms);
+  const std::string& out = args->values.at("output");
+  if (absl::Status s = SaveArtifact(p, out); !s.ok()) return Error("compile", std::string(s.message()), kExitFailure);
+  std::cout << absl::StrFormat("wrote %s (%d bytes; arena %d B, constants %d B) in %.0f ms\n", out,
+                               SerializeProgram(p).size(), p.arena_bytes, p.constants.size(), ms);
+  return kExitOk;
+}
+
+int RunGpuCommand(const std::vector<std::string>& argv) {
+  auto args = ParseArgs(argv, {{"inputs", true}, {"random", true}, {"outputs", true}, {"check", false},
+                               {"arch", true}, {"device", true}, {"shape", true}});
+  if (!args.ok()) return UsageError("run", std::string(args.status().message()));
+  int code = kExitOk;
+  if (!OneGraph("run", *args, &code)) return code;
+  if (!HaveGpu()) {
+    return Error("run", "no GPU (or no driver): use `kiln run --reference` for the CPU interpreter", kExitFailure);
+  }
+  absl::StatusOr<Target> target = LoadTarget("run", *args, &code);
+  if (!target.ok()) return code != kExitOk ? code : Error("run", std::string(target.status().message()), kExitFailure);
+  std::cout << target->what << "\n";
+  const Graph& graph = *target->reference;
+  auto inputs = InputsFromFlags("run", graph, *args);
+  if (!inputs.ok()) return Error("run", std::string(inputs.status().message()), kExitUsage);
+  std::vector<Tensor> in = InOrder(graph, *inputs);
+  absl::StatusOr<std::vector<Tensor>> outputs = target->executable->RunOnHost(in);
+  if (!outputs.ok()) return Error("run", std::string(outputs.status().message()), kExitFailure);
+  auto start = std::chrono::steady_clock::now();
+  outputs = target->executable->RunOnHost(in);  // the second run is the one timed (warm)
+  double run_ms = MillisSince(start);
+  if (!outputs.ok()) return Error("run", std::string(outputs.status().message()), kExitFailure);
+  const Program& p = target->executable->program();
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    std::cout << FormatSummary(p.output_names[i], (*outputs)[i], Summarize((*outputs)[i]));
+  }
+  bool all_ok = true;
+  if (args->Has("check")) {
+    // The reference computes in f32 where the kernels do (ir/promote.h).
+    auto promoted = PromoteTo32(graph);
+    if (!promoted.ok()) return Error("run", std::string(promoted.status().message()), kExitFailure);
+    auto want = Interpret(**promoted, *inputs);
+    if (!want.ok()) return Error("run", std::string(want.status().message()), kExitFailure);
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      Comparison c = Compare((*outputs)[i], (*want)[i], GraphTolerance((*want)[i].dtype()));
+      all_ok &= c.ok();
+      std::cout << absl::StrFormat("check %s: %s  %s\n", p.output_names[i], c.ok() ? "ok" : "FAILED", c.ToString());
+    }
+  }
+  if (args->values.count("outputs")) {
+    if (absl::Status s = WriteOutputs(p.output_names, *outputs, args->values.at("outputs")); !s.ok()) {
+      return Error("run", std::string(s.message()), kExitFailure);
+    }
+  }
+  std::cout << absl::StrFormat("time: %.3f ms for a run with host copies (use kiln bench for kernel times)\n", run_ms);
+  return all_ok ? kExitOk : kExitFailure;
+}
+
+int BenchCommand(const std::vector<std::string>& argv) {
+  auto args = ParseArgs(argv, {{"reps", true}, {"json", true}, {"arch", true}, {"device", true}, {"shape", true}});
+  if (!args.ok()) return UsageError("bench", std::string(args.status().message()));
+  if (args->help) {
+    std::cout << kBenchUsage;
+    return kExitOk;
+  }
+  int code = kExitOk;
+  if (!OneGraph("bench", *args, &code)) return code;
+  int reps = 50;
+  if (args->values.count("reps") && (!absl::SimpleAtoi(args->values.at("reps"), &reps) || reps < 1)) {
+    return UsageError("bench", "--reps needs a positive integer");
+  }
+  if (!HaveGpu()) return Error("bench", "no GPU (or no driver)", kExitFailure);
+  absl::StatusOr<Target> target = LoadTarget("bench", *args, &code);
+  if (!target.ok()) return code != kExitOk ? code : Error("bench", std::string(target.status().message()), kExitFailure);
+  std::cout << target->what << "\n";
+  absl::StatusOr<BenchReport> report = BenchExecutable(*target->executable, *target->reference, reps);
+  if (!report.ok()) return Error("bench", std::string(report.status().message()), kExitFailure);
+  std::cout << report->ToText();
+  if (args->values.count("json")) {
+    std::ofstream(args->values.at("json")) << report->ToJson();
+    std::cout << "wrote " << args->values.at("json") << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace kiln
