@@ -72,6 +72,7 @@ absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOpti
   KILN_ASSIGN_OR_RETURN(lower.device, NamedDeviceSpec(options.analyze.device));
   lower.cache = options.cache;
   lower.compile_threads = options.compile_threads;
+  lower.share_arena = options.share_arena;
   lower.source_text = compiled.analysis.imported_text;
   KILN_ASSIGN_OR_RETURN(compiled.lowered, LowerPlan(*compiled.analysis.graph, compiled.analysis.plan, lower));
   return compiled;

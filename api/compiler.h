@@ -54,6 +54,7 @@ struct CompileOptions {
   std::string arch;             // NVRTC target; empty: this GPU's, or sm_90a without one
   KernelCache* cache = nullptr; // nullptr: KernelCache::Default() (memory + disk)
   int compile_threads = 0;      // 0: hardware concurrency
+  bool share_arena = true;      // false: every intermediate keeps its own bytes (debugging)
 };
 
 struct Compiled {

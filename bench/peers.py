@@ -20,9 +20,10 @@ attributes, and measures in one process, side by side:
     python3 bench/peers.py --list               # compulsory bytes from the JSON; no torch needed
 
 Timing: CUDA events around every call, after a warm-up, two rounds of --reps calls each; the
-median of all of them is reported, and the two rounds' medians give the spread. The L2 cache is
-not flushed between calls unless --flush-l2 is given; workloads whose compulsory bytes are under
-4 x L2 rotate among several copies of their inputs instead (bench/README.md).
+median of all of them is reported, and the two rounds' medians give the spread. As in kiln bench,
+the host waits for each call to finish before the next (--back-to-back queues them instead).
+The L2 cache is not flushed between calls unless --flush-l2 is given; workloads whose compulsory
+bytes are under 4 x L2 rotate among several copies of their inputs instead (bench/README.md).
 
 Each peer's outputs are first checked against the same torch function run in float64 on the
 upcast inputs (relative error ||out - ref|| / ||ref||); a failed check is reported and makes the
@@ -184,16 +185,24 @@ def infer(op, ins, attrs):
 
 
 def node_flops(op, ins, out_shape, attrs):
-    """FLOPs of the matrix units, counted as kiln's cost model does (passes/cost/cost_model.cc):
-    matmul 2·M·N·K per batch; attention 2·(batch·S)·T·(D + E), halved when causal (the
-    FlashAttention convention 4·B·H·S·T·D for D = E)."""
+    """(matmul FLOPs, attention FLOPs, attention FLOPs without the causal halving) of one node.
+    Matmul 2·M·N·K per batch; attention 2·(batch·S)·T·(D + E), the FlashAttention convention
+    4·B·H·S·T·D for D = E, halved when causal as kiln's cost model does
+    (passes/cost/cost_model.cc)."""
     if op == "matmul":
-        return 2.0 * num_elements(out_shape) * ins[0][1][-1]
+        return 2.0 * num_elements(out_shape) * ins[0][1][-1], 0.0, 0.0
     if op == "attention":
         q, k = ins[0][1], ins[1][1]
-        flops = 2.0 * (num_elements(q) // q[-1]) * k[-2] * (q[-1] + out_shape[-1])
-        return flops * 0.5 if attrs["causal"] else flops
-    return 0.0
+        full = 2.0 * (num_elements(q) // q[-1]) * k[-2] * (q[-1] + out_shape[-1])
+        return 0.0, full * 0.5 if attrs["causal"] else full, full
+    return 0.0, 0.0, 0.0
+
+
+# How attention FLOPs enter the floor (--attention-flops): "causal" halves them for a causal
+# mask (the FlashAttention convention, kiln's cost model); "full" counts QK^T and PV whole, as
+# `kiln bench` does today by summing its Program's matmul steps, where attention is lowered to
+# two batched matmuls (passes/lower_attention.cc).
+ATTENTION_FLOPS = ("causal", "full")
 
 
 class Graph:
@@ -222,7 +231,7 @@ class Graph:
         self.types = {name: (dtype, shape) for name, dtype, shape in self.inputs}
         for name, c in self.initializers.items():
             self.types[name] = (c["dtype"], list(c["shape"]))
-        self.flops = 0.0
+        self.matmul_flops = self.attention_flops = self.attention_flops_full = 0.0
         for name in self.nodes:
             self._infer(name)
         for out_name, node in self.outputs:
@@ -251,7 +260,14 @@ class Graph:
                 self.types[name] = infer(node["op"], ins, node["attrs"])
             except (GraphError, KeyError, IndexError) as e:
                 raise GraphError(f"{self.path}: node {name} ({node['op']}): {e}") from e
-            self.flops += node_flops(node["op"], ins, self.types[name][1], node["attrs"])
+            mm, att, att_full = node_flops(node["op"], ins, self.types[name][1], node["attrs"])
+            self.matmul_flops += mm
+            self.attention_flops += att
+            self.attention_flops_full += att_full
+
+    def flops(self, attention="causal"):
+        """FLOPs of the matrix units: matmuls plus attention counted as `attention` says."""
+        return self.matmul_flops + (self.attention_flops if attention == "causal" else self.attention_flops_full)
 
     def attrs(self, node):
         return self.nodes[node]["attrs"]
@@ -288,7 +304,9 @@ class Graph:
             "input_bytes": self.input_bytes(),
             "output_bytes": self.output_bytes(),
             "compulsory_bytes": self.compulsory_bytes(),
-            "flops": self.flops,
+            "matmul_flops": self.matmul_flops,
+            "attention_flops_causal": self.attention_flops,
+            "attention_flops_full": self.attention_flops_full,
         }
 
 
@@ -558,7 +576,7 @@ def rel_err(out, ref):
 
 
 def check_against_reference(g, fn, inputs, outputs):
-    """max over outputs of ||out - ref|| / ||ref||, ref = fn on float64 upcasts of the inputs."""
+    """{output: ||out - ref|| / ||ref||}, ref = fn on float64 upcasts of the inputs."""
     import torch
     up = [t.double() if t.is_floating_point() else t for t in inputs]
     refs = fn(*up)
@@ -612,10 +630,12 @@ def check_passes(g, errs):
 class Timer:
     """Median of per-call CUDA event times over two rounds of `reps` calls, after `warmup` calls;
     calls cycle through `arg_sets`; with `flush`, a buffer larger than L2 is zeroed before each
-    call, outside the timed region."""
+    call, outside the timed region; with `sync_each`, the host waits for each call's end event
+    before the next call (as kiln bench does), so a call starts on an idle GPU and its launch
+    latency is part of its time; without, calls queue back to back."""
 
-    def __init__(self, reps, warmup, flush=None):
-        self.reps, self.warmup, self.flush = reps, warmup, flush
+    def __init__(self, reps, warmup, flush=None, sync_each=True):
+        self.reps, self.warmup, self.flush, self.sync_each = reps, warmup, flush, sync_each
 
     def __call__(self, fn, arg_sets):
         import torch
@@ -634,6 +654,8 @@ class Timer:
                 starts[i].record()
                 fn(*args)
                 ends[i].record()
+                if self.sync_each:
+                    ends[i].synchronize()
             torch.cuda.synchronize()
             rounds.append([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)])  # ms -> µs
         every = sorted(rounds[0] + rounds[1])
@@ -731,14 +753,17 @@ def bench_workload(name, g, args, timer, copy, mm, l2_bytes):
     bytes_ = info["compulsory_bytes"]
     bytes_per_us = copy["GBps"] * 1e3
     mem_us = bytes_ / bytes_per_us
-    flop_us = g.flops / (mm["TFLOPs"] * 1e6) if g.flops else 0.0
+    flops = g.flops(args.attention_flops)
+    flop_us = flops / (mm["TFLOPs"] * 1e6) if flops else 0.0
     floor_us = max(mem_us, flop_us)
-    info.update({"memory_floor_us": mem_us, "compute_floor_us": flop_us, "floor_us": floor_us,
+    info.update({"flops": flops, "attention_flops_convention": args.attention_flops,
+                 "memory_floor_us": mem_us, "compute_floor_us": flop_us, "floor_us": floor_us,
                  "bound": "compute" if flop_us > mem_us else "memory"})
 
     # Working sets under 4 x L2 rotate among copies of their inputs, so that repeated calls do
-    # not measure the cache (METHOD: rotate among several input sets).
-    sets = 1 if bytes_ >= 4 * l2_bytes else min(16, math.ceil(4 * l2_bytes / max(g.input_bytes(), 1)))
+    # not measure the cache.
+    sets = args.input_sets or (1 if bytes_ >= 4 * l2_bytes
+                               else min(16, math.ceil(4 * l2_bytes / max(g.input_bytes(), 1))))
     info["input_sets"] = sets
     gen = torch.Generator(device=DEVICE).manual_seed(args.seed)
     arg_sets = [make_inputs(g, gen, DEVICE) for _ in range(sets)]
@@ -766,8 +791,8 @@ def bench_workload(name, g, args, timer, copy, mm, l2_bytes):
         if "median_us" in rec:
             rec["ratio"] = floor_us / rec["median_us"]
             rec["GBps"] = bytes_ / rec["median_us"] / 1e3
-            if g.flops:
-                rec["TFLOPs"] = g.flops / rec["median_us"] / 1e6
+            if flops:
+                rec["TFLOPs"] = flops / rec["median_us"] / 1e6
         peers[peer] = rec
         del fn
     info["peers"] = peers
@@ -828,13 +853,14 @@ def json_safe(x):
     return x
 
 
-def print_list(graphs):
-    print(f"{'workload':<22} {'compulsory bytes':>16} {'MB':>9} {'GFLOP':>8}  inputs -> outputs")
+def print_list(graphs, attention):
+    print(f"{'workload':<22} {'compulsory bytes':>16} {'MB':>9} {'GFLOP':>8}  inputs -> outputs"
+          f"   (GFLOP: matmuls + attention, {attention})")
     for name, g in graphs.items():
         ins = ", ".join(f"{n} {d}{s}" for n, d, s in g.inputs)
         outs = ", ".join(f"{o} {g.types[n][0]}{g.types[n][1]}" for o, n in g.outputs)
         print(f"{name:<22} {g.compulsory_bytes():>16,d} {g.compulsory_bytes() / 1e6:>9.1f} "
-              f"{g.flops / 1e9:>8.1f}  {ins} -> {outs}")
+              f"{g.flops(attention) / 1e9:>8.1f}  {ins} -> {outs}")
 
 
 def print_table(result, peers_run):
@@ -899,7 +925,17 @@ def parse_args(argv):
                    help='also torch.compile(mode="max-autotune-no-cudagraphs") (slow to compile: minutes)')
     p.add_argument("--flush-l2", action="store_true",
                    help="zero a buffer of 4 x L2 before every timed call (outside the timed region)")
-    p.add_argument("--copy-gib", type=float, default=2.0, help="copy-bandwidth buffer size in GiB (default 2, >= 1)")
+    p.add_argument("--copy-gib", type=float, default=1.0,
+                   help="copy-bandwidth buffer size in GiB (default 1, as kiln bench; >= 1)")
+    p.add_argument("--attention-flops", choices=ATTENTION_FLOPS, default="causal",
+                   help="causal: halve causal attention's FLOPs (FlashAttention convention, the default); "
+                        "full: count QK^T and PV whole, as kiln bench's matmul steps do today")
+    p.add_argument("--back-to-back", action="store_true",
+                   help="queue the timed calls without synchronizing after each (default: synchronize after "
+                        "every call, as kiln bench does, so each call's launch latency is in its time)")
+    p.add_argument("--input-sets", type=int, default=0,
+                   help="copies of the inputs to cycle through (default 0: enough to cover 4 x L2 for "
+                        "workloads under that; 1: one set, as kiln bench)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--json", type=pathlib.Path, help="write every figure to this JSON file")
     args = p.parse_args(argv)
@@ -912,6 +948,8 @@ def parse_args(argv):
         p.error("--reps must be >= 1 and --warmup >= 0")
     if args.copy_gib <= 0:
         p.error("--copy-gib must be positive")
+    if args.input_sets < 0:
+        p.error("--input-sets must be >= 0")
     return args
 
 
@@ -924,10 +962,12 @@ def main(argv=None):
         return 2
 
     if args.list:
-        print_list(graphs)
+        print_list(graphs, args.attention_flops)
         if args.json:
             args.json.write_text(json.dumps(
-                {"workloads": [{"name": n, **g.summary()} for n, g in graphs.items()]}, indent=2) + "\n")
+                {"workloads": [{"name": n, **g.summary(), "flops": g.flops(args.attention_flops),
+                                "attention_flops_convention": args.attention_flops}
+                               for n, g in graphs.items()]}, indent=2) + "\n")
         return 0
 
     try:
@@ -951,23 +991,27 @@ def main(argv=None):
         "clocks_before": nvidia_smi(CLOCK_FIELDS) or None,
         "method": {
             "timing": "CUDA events around each call; median over two rounds of reps calls after warmup calls",
+            "sync_each_call": not args.back_to_back,
+            "attention_flops": args.attention_flops,
+            "input_sets": args.input_sets or "auto",
             "reps_per_round": args.reps, "warmup": args.warmup,
             "l2_flush": bool(args.flush_l2),
-            "input_rotation": "workloads with compulsory bytes < 4 x L2 cycle through several input sets",
+            "input_rotation": "auto: workloads with compulsory bytes < 4 x L2 cycle through several input sets",
             "floor": "max(compulsory bytes / copy bandwidth, FLOPs / bf16 matmul rate), both measured in this run",
             "ratio": "floor_us / median_us",
-            "inputs": "random: floats uniform(-1, 1), class targets uniform over the classes",
+            "inputs": "random: floats uniform(-1, 1) (a matmul's right operand divided by sqrt(K)), "
+                      "class targets uniform over the classes",
             "grad": "torch.no_grad(); torch.compile(dynamic=False), torch._dynamo.reset() before each compile",
         },
     }
     l2 = result["device"]["l2_bytes"] or (50 << 20)
     flush = torch.empty(4 * l2, dtype=torch.uint8, device=DEVICE) if args.flush_l2 else None
-    timer = Timer(args.reps, args.warmup, flush)
+    timer = Timer(args.reps, args.warmup, flush, sync_each=not args.back_to_back)
 
     print(f"peers.py: {result['device']['name']}: copy bandwidth ...", flush=True)
     result["copy"] = measure_copy(timer, args.copy_gib)
     mm = None
-    if any(g.flops for g in graphs.values()):
+    if any(g.flops() for g in graphs.values()):
         print("peers.py: bf16 matmul 8192^3 ...", flush=True)
         mm = measure_matmul(timer)
     result["matmul"] = mm

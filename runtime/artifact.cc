@@ -131,6 +131,7 @@ std::string SerializeProgram(const Program& p) {
   w.Str(p.graph_name);
   w.Str(p.graph_hash);
   w.Str(p.arch);
+  w.Str(p.device);
   w.U64(p.buffers.size());
   for (const Buffer& b : p.buffers) {
     w.Str(b.name);
@@ -232,6 +233,7 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
   p.graph_name = r.Str("graph name");
   p.graph_hash = r.Str("graph hash");
   p.arch = r.Str("arch");
+  p.device = r.Str("device");
   p.buffers.resize(r.Count("buffers"));
   for (Buffer& b : p.buffers) {
     b.name = r.Str("buffer name");

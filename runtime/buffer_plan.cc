@@ -44,7 +44,7 @@ std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const s
   return out;
 }
 
-void PlanArena(Program& program) {
+void PlanArena(Program& program, bool share) {
   std::vector<Lifetime> lifetimes = ArenaLifetimes(program.buffers, program.steps);
   std::sort(lifetimes.begin(), lifetimes.end(), [&](const Lifetime& a, const Lifetime& b) {
     int64_t sa = program.buffers[a.buffer].bytes, sb = program.buffers[b.buffer].bytes;
@@ -62,7 +62,7 @@ void PlanArena(Program& program) {
     int64_t size = align(std::max<int64_t>(program.buffers[l.buffer].bytes, 1));
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (const Placed& p : placed) {
-      if (p.first <= l.last && l.first <= p.last) busy.push_back({p.begin, p.end});
+      if (!share || (p.first <= l.last && l.first <= p.last)) busy.push_back({p.begin, p.end});
     }
     std::sort(busy.begin(), busy.end());
     int64_t offset = 0;

@@ -29,8 +29,10 @@ struct Lifetime {
 // Lifetimes of the kArena buffers that `steps` touch (through aliases), by buffer id order.
 std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const std::vector<Step>& steps);
 
-// Sets the offset of every kArena buffer of `program` and program.arena_bytes.
-void PlanArena(Program& program);
+// Sets the offset of every kArena buffer of `program` and program.arena_bytes. With
+// `share` false every buffer gets bytes of its own (for debugging: every intermediate can be
+// read back after a run).
+void PlanArena(Program& program, bool share = true);
 
 }  // namespace kiln
 

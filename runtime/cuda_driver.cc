@@ -7,7 +7,8 @@
 namespace kiln {
 namespace {
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+#define KILN_CUDA_SYMBOL_TEXT(x) #x
+#define KILN_CUDA_SYMBOL(x) KILN_CUDA_SYMBOL_TEXT(x)  // expands cuda.h's version macros first
 
 absl::StatusOr<CudaDriver> Load() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -17,25 +18,17 @@ absl::StatusOr<CudaDriver> Load() {
         absl::StrCat("no CUDA driver: cannot load libcuda.so.1 (", error ? error : "unknown error",
                      "); GPU work needs an NVIDIA driver"));
   }
-  auto get = reinterpret_cast<GetProcAddress>(dlsym(lib, "cuGetProcAddress_v2"));
-  if (get == nullptr) {
-    return absl::FailedPreconditionError(
-        "the CUDA driver is too old: libcuda.so.1 has no cuGetProcAddress_v2 (CUDA 12 or newer is needed)");
-  }
   CudaDriver d;
-#define KILN_CUDA_DRIVER_RESOLVE(name)                                                            \
-  {                                                                                               \
-    void* fn = nullptr;                                                                           \
-    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;                  \
-    if (get(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found) != CUDA_SUCCESS ||     \
-        fn == nullptr) {                                                                          \
-      return absl::FailedPreconditionError(absl::StrCat(                                          \
-          "the CUDA driver lacks ", #name, " for CUDA ", CUDA_VERSION / 1000, ".",                \
-          CUDA_VERSION % 1000 / 10, found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT           \
-                                        ? " (the driver is older than the toolkit kiln was built with)" \
-                                        : ""));                                                   \
-    }                                                                                             \
-    d.name = reinterpret_cast<decltype(d.name)>(fn);                                              \
+  // dlsym by the exact symbol cuda.h maps each name to (cuMemAlloc -> "cuMemAlloc_v2"), so the
+  // pointer has the prototype decltype took. (cuGetProcAddress would return the newest
+  // version for the toolkit's CUDA_VERSION instead, e.g. the two-argument cuCtxGetDevice_v2
+  // of CUDA 13 for "cuCtxGetDevice", whose header prototype is the one-argument v1.)
+#define KILN_CUDA_DRIVER_RESOLVE(name)                                                          \
+  d.name = reinterpret_cast<decltype(d.name)>(dlsym(lib, KILN_CUDA_SYMBOL(name)));              \
+  if (d.name == nullptr) {                                                                      \
+    return absl::FailedPreconditionError(absl::StrCat("the CUDA driver lacks ", KILN_CUDA_SYMBOL(name), \
+                                                      ": it is older than the CUDA ",           \
+                                                      CUDA_VERSION / 1000, " kiln was built with")); \
   }
   KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DRIVER_RESOLVE)
 #undef KILN_CUDA_DRIVER_RESOLVE

@@ -1,6 +1,6 @@
 // The CUDA driver API, loaded at run time. kiln binaries do not link libcuda: the first call
-// dlopen()s libcuda.so.1 and resolves every entry point below with cuGetProcAddress for the
-// CUDA version kiln was built against. A machine without a driver (CI, a laptop) therefore
+// dlopen()s libcuda.so.1 and resolves every entry point below by the versioned symbol name
+// cuda.h maps it to. A machine without a driver (CI, a laptop) therefore
 // still runs `kiln check`, `kiln dump`, `kiln compile --arch sm_90` and the interpreter; any
 // GPU work answers with a Status saying there is no driver.
 //
@@ -20,8 +20,8 @@
 namespace kiln {
 
 // Every driver entry point kiln uses. cuda.h maps names such as cuMemAlloc to their versioned
-// symbols (cuMemAlloc_v2) by macro; decltype(&::name) takes the prototype it maps to, and
-// cuGetProcAddress is asked for the unversioned name at CUDA_VERSION, which is the same one.
+// symbols (cuMemAlloc_v2) by macro; decltype(&::name) takes the prototype it maps to, and the
+// loader looks up that same versioned symbol.
 #define KILN_CUDA_DRIVER_FUNCTIONS(X) \
   X(cuInit)                           \
   X(cuDriverGetVersion)               \

@@ -304,6 +304,23 @@ absl::StatusOr<std::vector<double>> Executable::RunTimingSteps(absl::Span<const 
   return ms;
 }
 
+absl::StatusOr<Tensor> Executable::ReadBuffer(int id) {
+  const CudaDriver* cu = impl_->cu;
+  if (id < 0 || id >= static_cast<int>(program_.buffers.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("no buffer ", id));
+  }
+  const Buffer& b = program_.buffers[ResolveAlias(program_.buffers, id)];
+  CUdeviceptr base = b.kind == BufferKind::kArena        ? impl_->arena.get()
+                     : b.kind == BufferKind::kConstant   ? impl_->constants.get()
+                     : b.kind == BufferKind::kPersistent ? impl_->persistent.get()
+                                                         : 0;
+  if (base == 0) return absl::InvalidArgumentError(absl::StrCat("buffer ", b.name, " is ", BufferKindName(b.kind)));
+  KILN_CU_RETURN_IF_ERROR(cu->cuCtxSynchronize());
+  Tensor t(program_.buffers[id].dtype, program_.buffers[id].shape);
+  if (t.num_bytes() > 0) KILN_CU_RETURN_IF_ERROR(cu->cuMemcpyDtoH(t.data(), base + b.offset, t.num_bytes()));
+  return t;
+}
+
 absl::StatusOr<std::vector<Tensor>> Executable::RunOnHost(const std::vector<Tensor>& inputs) {
   const CudaDriver* cu = impl_->cu;
   const Program& p = program_;

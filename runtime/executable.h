@@ -64,6 +64,11 @@ class Executable {
   // so an element no step writes shows up as NaN.
   absl::StatusOr<std::vector<Tensor>> RunOnHost(const std::vector<Tensor>& inputs);
 
+  // The bytes of an intermediate (arena, constant or persistent) buffer after the last run,
+  // for debugging; synchronizes. With a shared arena a buffer holds its value only until the
+  // bytes are reused (compile with share_arena = false to read them all).
+  absl::StatusOr<Tensor> ReadBuffer(int id);
+
   class Impl;
 
  private:

@@ -97,6 +97,7 @@ struct Program {
   std::string graph_name;
   std::string graph_hash;  // FNV-1a of the source graph's printed text (hex)
   std::string arch;        // "sm_90a": the CUBINs' architecture
+  std::string device;      // the cost model's DeviceSpec name the plan was made for ("h100")
   std::vector<Buffer> buffers;
   std::vector<int> inputs;   // buffer ids, graph input order
   std::vector<int> outputs;  // buffer ids, graph output order

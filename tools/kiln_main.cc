@@ -72,9 +72,10 @@ With --reference, evaluates GRAPH on the CPU reference interpreter; without it, 
 GRAPH (or loads the artifact FILE.kiln, without NVRTC) and runs it on the GPU. Prints, per
 output, its dtype and shape, then min, max, mean and std (over the finite values; std
 divides by their count), the number of NaN and Inf values and the first 4 values; last a
-timing line. --check compares every GPU output with the interpreter (16-bit floats computed
-in f32, as the kernels do) and prints max abs/rel error per output against the graph
-tolerances of ir/compare.h; a mismatch is exit code 1.
+timing line. --check compares every GPU output with the interpreter evaluating the same plan
+region by region (f32 inside a region, rounding where the GPU stores: api/reference.h) at
+the graph tolerances of ir/compare.h, and shows the difference from the whole graph computed
+in f32; a mismatch is exit code 1.
 
 flags:
   --reference     evaluate on the CPU reference interpreter

@@ -105,8 +105,9 @@ void PutStr(std::string& out, std::string_view s) {
 
 uint64_t GetUInt(std::string_view bytes, size_t pos, int width) {
   uint64_t v = 0;
-  for (int i = 0; i < width; ++i)
+  for (int i = 0; i < width; ++i) {
     v |= uint64_t{static_cast<unsigned char>(bytes[pos + i])} << (8 * i);
+  }
   return v;
 }
 
@@ -198,8 +199,9 @@ absl::StatusOr<CompiledCuda> DecodeEntry(std::string_view bytes, const std::stri
     return absl::DataLossError(
         absl::StrCat("payload is ", payload.size(), " bytes, header says ", length));
   }
-  if (Fnv1a64(payload) != GetUInt(bytes, 40, 8))
+  if (Fnv1a64(payload) != GetUInt(bytes, 40, 8)) {
     return absl::DataLossError("payload checksum mismatch");
+  }
 
   PayloadReader r(payload);
   CompiledCuda c;
@@ -219,8 +221,9 @@ absl::StatusOr<CompiledCuda> DecodeEntry(std::string_view bytes, const std::stri
   for (uint64_t i = 0; r.ok() && i < option_count; ++i) c.options.push_back(r.Str("option"));
   if (!r.ok()) return absl::DataLossError(absl::StrCat("malformed field '", r.failed(), "'"));
   if (!r.at_end()) return absl::DataLossError("trailing bytes after the last field");
-  if (registers < -1 || registers > (int64_t{1} << 20))
+  if (registers < -1 || registers > (int64_t{1} << 20)) {
     return absl::DataLossError("bad register count");
+  }
   c.registers = static_cast<int>(registers);
   if (c.cubin.empty()) return absl::DataLossError("empty cubin");
   if (c.kernel_name != kernel_name || c.arch != arch) {
@@ -234,9 +237,10 @@ absl::Status WriteAtomically(const std::string& directory, const std::string& pa
                              const std::string& bytes) {
   std::error_code ec;
   fs::create_directories(directory, ec);
-  if (ec)
+  if (ec) {
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create ", directory, ": ", ec.message()));
+  }
   static std::atomic<uint64_t> counter{0};
   const std::string temp = absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
   {

@@ -58,7 +58,7 @@ class Lowerer {
     }
     KILN_RETURN_IF_ERROR(Compile());
     BindOutputs(graph);
-    PlanArena(program_);
+    PlanArena(program_, options_.share_arena);
     return program_.Validate();
   }
 
@@ -419,6 +419,7 @@ absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan
   Program& p = result.program;
   p.graph_name = graph.name();
   p.arch = options.arch;
+  p.device = options.device.name;
   p.graph_hash = Hex64(Fnv1a64(options.source_text));
   p.ledger_json = FusionPlanJson(plan);
   p.source_graph = options.source_text;

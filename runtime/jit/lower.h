@@ -38,6 +38,7 @@ struct LowerOptions {
   KernelCache* cache = nullptr; // nullptr: KernelCache::Default()
   int compile_threads = 0;      // 0: hardware concurrency
   std::string source_text;      // the imported graph, printed: hashed into Program::graph_hash
+  bool share_arena = true;      // false: no two intermediates share bytes (debugging)
 };
 
 // What happened while lowering, per region, for reports and the ledger.

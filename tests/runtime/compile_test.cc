@@ -116,3 +116,42 @@ TEST(CompileTest, IntegerMatmulIsRefusedByName) {
 
 }  // namespace
 }  // namespace kiln
+
+#include "api/reference.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/promote.h"
+
+namespace kiln {
+namespace {
+
+// The reference a compiled graph is checked against rounds exactly where the plan stores:
+// for a one-region graph it is the f32 evaluation of the whole graph; for the bf16 block it
+// differs from it by boundary rounding only (well below 1.6e-2 of the output's magnitude).
+TEST(PlannedReferenceTest, RoundsOnlyAtRegionBoundaries) {
+  for (const std::string name : {"bias_gelu", "transformer_block"}) {
+    auto graph = LoadGraph(std::string(KILN_SOURCE_DIR) + "/examples/small/" + name + ".json");
+    ASSERT_TRUE(graph.ok());
+    auto analysis = Analyze(std::move(*graph), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    const Graph& g = *analysis->graph;
+    auto inputs = RandomInputs(g, 3);
+    auto planned = InterpretAsPlanned(g, analysis->plan, inputs, H100Spec());
+    ASSERT_TRUE(planned.ok()) << planned.status();
+    auto whole = Interpret(**PromoteTo32(g), inputs);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    const Tensor &p = (*planned)[0], &w = (*whole)[0];
+    if (name == "bias_gelu") {
+      EXPECT_TRUE(p.BitwiseEqual(w));
+      continue;
+    }
+    double scale = 0;
+    for (int64_t i = 0; i < w.num_elements(); ++i) scale = std::max(scale, std::abs(w.GetF64(i)));
+    Comparison c = Compare(p, w, Tolerance{0, 0});
+    EXPECT_GT(c.max_abs, 0) << "the block's plan stores bf16 between regions";
+    EXPECT_LT(c.max_abs, 1.6e-2 * scale) << c.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace kiln

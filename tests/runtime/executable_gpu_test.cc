@@ -1,16 +1,19 @@
 // Whole graphs on the GPU (label gpu; skips without a device). Every small example is
 // compiled for this GPU, run on random inputs with poisoned outputs, and compared with the
-// interpreter (16-bit floats computed in f32, ir/promote.h) at the graph tolerances of
-// ir/compare.h; a second run must be bitwise equal (determinism), and so must a run of the
+// interpreter evaluating the same plan region by region (api/reference.h: f32 inside a
+// region, rounding where the GPU stores) at the graph tolerances of ir/compare.h; a second run must be bitwise equal (determinism), and so must a run of the
 // same Program saved as an artifact and loaded again. Run() must refuse bad arguments with a
 // message naming the argument, and Load() a Program built for another architecture.
 #include <filesystem>
 
 #include "api/compiler.h"
+#include "api/reference.h"
 #include "gtest/gtest.h"
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/promote.h"
+#include "ir/subgraph.h"
+#include "passes/pass_pipeline.h"
 #include "runtime/artifact.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
@@ -56,12 +59,16 @@ TEST_P(ExecutableTest, MatchesTheInterpreterAndIsDeterministic) {
   ASSERT_TRUE(exe.ok()) << exe.status();
   auto got = (*exe)->RunOnHost(in);
   ASSERT_TRUE(got.ok()) << got.status();
-  auto want = Interpret(**PromoteTo32(graph), inputs);
+  auto want = InterpretAsPlanned(graph, compiled->analysis.plan, inputs, H100Spec());
   ASSERT_TRUE(want.ok()) << want.status();
+  auto whole = Interpret(**PromoteTo32(graph), inputs);
+  ASSERT_TRUE(whole.ok()) << whole.status();
   for (size_t i = 0; i < got->size(); ++i) {
     Comparison c = Compare((*got)[i], (*want)[i], GraphTolerance((*want)[i].dtype()));
     EXPECT_TRUE(c.ok()) << GetParam() << " output " << program.output_names[i] << ": " << c.ToString();
-    std::printf("  %s.%s: %s\n", GetParam().c_str(), program.output_names[i].c_str(), c.ToString().c_str());
+    Comparison f = Compare((*got)[i], (*whole)[i], GraphTolerance((*want)[i].dtype()));
+    std::printf("  %s.%s: vs planned %s; vs f32 graph: %s\n", GetParam().c_str(), program.output_names[i].c_str(),
+                c.ToString().c_str(), f.ToString().c_str());
   }
   auto again = (*exe)->RunOnHost(in);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -145,6 +152,73 @@ TEST_F(RunValidationTest, AnotherArchitectureIsRefused) {
   auto exe = Executable::Load(p);
   ASSERT_FALSE(exe.ok());
   EXPECT_NE(exe.status().message().find("was compiled for " + p.arch), std::string::npos) << exe.status();
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Every node's value: the graph with every non-leaf node made an output.
+std::map<std::string, Tensor> AllValues(const Graph& graph, const std::map<std::string, Tensor>& inputs) {
+  std::unique_ptr<Graph> g = graph.Clone();
+  std::vector<std::string> names;
+  for (Node* n : g->PostOrder()) {
+    if (n->op() == OpKind::kInput || n->op() == OpKind::kConstant) continue;
+    EXPECT_TRUE(g->AddOutput(n, "all." + n->name()).ok());
+    names.push_back(n->name());
+  }
+  auto promoted = PromoteTo32(*g);
+  EXPECT_TRUE(promoted.ok()) << promoted.status();
+  auto values = Interpret(**promoted, inputs);
+  EXPECT_TRUE(values.ok()) << values.status();
+  std::map<std::string, Tensor> out;
+  const size_t first = values->size() - names.size();
+  for (size_t i = 0; i < names.size(); ++i) out[names[i]] = (*values)[first + i];
+  return out;
+}
+
+// Bisects a wrong graph to its first wrong step: compiled without arena sharing, run once,
+// every intermediate compared with the interpreter's value of the node of the same name (an
+// attention fallback's "rN/" buffers with the fallback subgraph's nodes).
+TEST_F(RunValidationTest, EveryIntermediateOfTheBlockMatches) {
+  auto graph = LoadGraph(std::string(KILN_SOURCE_DIR) + "/examples/small/transformer_block.json");
+  ASSERT_TRUE(graph.ok());
+  CompileOptions options;
+  options.arch = *CurrentDeviceArch();
+  options.share_arena = false;
+  auto compiled = Compile(std::move(*graph), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const Graph& g = *compiled->analysis.graph;
+  std::map<std::string, Tensor> inputs = RandomInputs(g, 3);
+  std::map<std::string, Tensor> want = AllValues(g, inputs);
+  for (const Region& r : compiled->analysis.plan.regions) {
+    if (r.kind != RegionKind::kAttention) continue;
+    auto sub = ExtractSubgraph(g, r.nodes, r.inputs, r.outputs);
+    ASSERT_TRUE(sub.ok());
+    ASSERT_TRUE(AttentionFallbackPipeline().Run(**sub, DebugOptions{}).ok());
+    std::map<std::string, Tensor> sub_inputs;
+    for (const Node* in : (*sub)->inputs()) sub_inputs[in->name()] = want.count(in->name()) ? want[in->name()] : inputs[in->name()];
+    for (auto& [name, value] : AllValues(**sub, sub_inputs)) want["r" + std::to_string(r.id) + "/" + name] = value;
+  }
+  auto exe = Executable::Load(compiled->lowered.program);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  std::vector<Tensor> in;
+  for (const Node* n : g.inputs()) in.push_back(inputs.at(n->name()));
+  ASSERT_TRUE((*exe)->RunOnHost(in).ok());
+  const Program& p = (*exe)->program();
+  for (size_t id = 0; id < p.buffers.size(); ++id) {
+    const Buffer& b = p.buffers[id];
+    if (b.kind != BufferKind::kArena && b.kind != BufferKind::kAlias) continue;
+    auto it = want.find(b.name);
+    if (it == want.end()) continue;
+    auto got = (*exe)->ReadBuffer(id);
+    if (!got.ok()) continue;  // an alias of an input or output
+    Comparison c = Compare(*got, it->second, GraphTolerance(b.dtype));
+    std::printf("  %-28s %s\n", b.name.c_str(), c.ToString().c_str());
+    EXPECT_TRUE(c.ok()) << b.name;
+  }
 }
 
 }  // namespace
