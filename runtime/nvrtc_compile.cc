@@ -99,6 +99,12 @@ absl::StatusOr<CompiledCuda> CompileCuda(const std::string& kernel_name, const s
         "\" is not a real architecture (sm_XX, e.g. sm_90a); NVRTC 13 returns an empty CUBIN for "
         "compute_XX targets"));
   }
+  // KILN_FORBID_NVRTC=1 turns every compile into an error: running an AOT artifact with it
+  // set shows that nothing is compiled (scripts/gpu-check does).
+  if (const char* forbid = std::getenv("KILN_FORBID_NVRTC"); forbid != nullptr && std::string(forbid) == "1") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("kernel ", kernel_name, ": NVRTC was called while KILN_FORBID_NVRTC=1"));
+  }
   const auto& templates = EmbeddedTemplates();
   std::vector<const char*> header_texts, header_names;
   for (const auto& [name, text] : templates) {

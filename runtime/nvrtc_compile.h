@@ -9,6 +9,8 @@
 //    and spills, parsed into CompiledCuda), and --include-path=<CUDA include dir> (NVRTC finds
 //    cuda_fp16.h / cuda_bf16.h only through it; the directory is CUDAToolkit_INCLUDE_DIRS at
 //    build time, overridable at run time with KILN_CUDA_INCLUDE_DIR), then `extra_options`.
+//  * KILN_FORBID_NVRTC=1 in the environment makes every call fail (to show that running an
+//    AOT artifact compiles nothing).
 //  * Every NVRTC call is checked by KILN_NVRTC_RETURN_IF_ERROR, which names the call; a failed
 //    compile returns an error Status naming the kernel and carrying the full NVRTC log.
 #ifndef KILN_RUNTIME_NVRTC_COMPILE_H_

@@ -35,6 +35,13 @@
 namespace kiln {
 namespace {
 
+// The checkout: $KILN_SOURCE_DIR when set (a bundle built elsewhere, scripts/gpu-check), else
+// the source folder this binary was built from.
+std::string SourceDir() {
+  const char* dir = std::getenv("KILN_SOURCE_DIR");
+  return dir != nullptr && *dir ? dir : KILN_SOURCE_DIR;
+}
+
 #define CU_OK(call)                                                              \
   do {                                                                           \
     CUresult r_ = (call);                                                        \
@@ -209,7 +216,7 @@ class RegionGpuTest : public ::testing::Test {
 };
 
 TEST_F(RegionGpuTest, SmallExamples) {
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples/small")) {
+  for (const auto& entry : std::filesystem::directory_iterator(SourceDir() + "/examples/small")) {
     if (entry.path().extension() != ".json") continue;
     auto g = LoadGraph(entry.path().string());
     ASSERT_TRUE(g.ok()) << g.status();

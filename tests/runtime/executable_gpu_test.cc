@@ -4,6 +4,7 @@
 // region, rounding where the GPU stores) at the graph tolerances of ir/compare.h; a second run must be bitwise equal (determinism), and so must a run of the
 // same Program saved as an artifact and loaded again. Run() must refuse bad arguments with a
 // message naming the argument, and Load() a Program built for another architecture.
+#include <cstdlib>
 #include <filesystem>
 
 #include "api/compiler.h"
@@ -21,8 +22,15 @@
 namespace kiln {
 namespace {
 
+// The checkout: $KILN_SOURCE_DIR when set (a bundle built elsewhere, scripts/gpu-check), else
+// the source folder this binary was built from.
+std::string SourceDir() {
+  const char* dir = std::getenv("KILN_SOURCE_DIR");
+  return dir != nullptr && *dir ? dir : KILN_SOURCE_DIR;
+}
+
 absl::StatusOr<Compiled> CompileExample(const std::string& name) {
-  auto graph = LoadGraph(std::string(KILN_SOURCE_DIR) + "/examples/small/" + name + ".json");
+  auto graph = LoadGraph(SourceDir() + "/examples/small/" + name + ".json");
   if (!graph.ok()) return graph.status();
   CompileOptions options;
   auto arch = CurrentDeviceArch();
@@ -85,7 +93,7 @@ TEST_P(ExecutableTest, MatchesTheInterpreterAndIsDeterministic) {
 
 std::vector<std::string> SmallExamples() {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples/small")) {
+  for (const auto& e : std::filesystem::directory_iterator(SourceDir() + "/examples/small")) {
     if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -183,7 +191,7 @@ std::map<std::string, Tensor> AllValues(const Graph& graph, const std::map<std::
 // every intermediate compared with the interpreter's value of the node of the same name (an
 // attention fallback's "rN/" buffers with the fallback subgraph's nodes).
 TEST_F(RunValidationTest, EveryIntermediateOfTheBlockMatches) {
-  auto graph = LoadGraph(std::string(KILN_SOURCE_DIR) + "/examples/small/transformer_block.json");
+  auto graph = LoadGraph(SourceDir() + "/examples/small/transformer_block.json");
   ASSERT_TRUE(graph.ok());
   CompileOptions options;
   options.arch = *CurrentDeviceArch();
