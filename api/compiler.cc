@@ -73,6 +73,7 @@ absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOpti
   lower.cache = options.cache;
   lower.compile_threads = options.compile_threads;
   lower.share_arena = options.share_arena;
+  lower.debug = options.analyze.debug;
   lower.source_text = compiled.analysis.imported_text;
   KILN_ASSIGN_OR_RETURN(compiled.lowered, LowerPlan(*compiled.analysis.graph, compiled.analysis.plan, lower));
   return compiled;

@@ -52,6 +52,19 @@ flags:
   --json FILE    also write the figures as JSON (bench/results/ keeps these)
 )";
 
+// --device, --arch (default: this GPU's, or sm_90a without one) and the KILN_DUMP switches.
+absl::StatusOr<CompileOptions> CompileOptionsFromFlags(const ParsedArgs& args) {
+  CompileOptions options;
+  KILN_ASSIGN_OR_RETURN(options.analyze.debug, DebugOptionsFromEnv());
+  if (args.values.count("device")) options.analyze.device = args.values.at("device");
+  if (args.values.count("arch")) {
+    options.arch = args.values.at("arch");
+  } else if (HaveGpu()) {
+    KILN_ASSIGN_OR_RETURN(options.arch, CurrentDeviceArch());
+  }
+  return options;
+}
+
 struct Target {
   std::unique_ptr<Executable> executable;
   std::unique_ptr<Graph> reference;  // the source graph (for inputs and --check)
@@ -72,13 +85,7 @@ absl::StatusOr<Target> LoadTarget(const std::string& command, const ParsedArgs& 
       *exit_code = loaded.exit_code;
       return absl::CancelledError("reported");
     }
-    CompileOptions options;
-    if (args.values.count("device")) options.analyze.device = args.values.at("device");
-    if (args.values.count("arch")) {
-      options.arch = args.values.at("arch");
-    } else {
-      KILN_ASSIGN_OR_RETURN(options.arch, CurrentDeviceArch());
-    }
+    KILN_ASSIGN_OR_RETURN(CompileOptions options, CompileOptionsFromFlags(args));
     auto start = std::chrono::steady_clock::now();
     KILN_ASSIGN_OR_RETURN(Compiled compiled, Compile(std::move(loaded.graph), options));
     program = std::move(compiled.lowered.program);
@@ -113,17 +120,10 @@ int CompileCommand(const std::vector<std::string>& raw) {
   if (!args->values.count("output")) return UsageError("compile", "missing -o FILE.kiln");
   LoadedGraph loaded = LoadAndVerify("compile", args->positional[0], &*args);
   if (!loaded.graph) return loaded.exit_code;
-  CompileOptions options;
-  if (args->values.count("device")) options.analyze.device = args->values.at("device");
-  if (args->values.count("arch")) {
-    options.arch = args->values.at("arch");
-  } else if (HaveGpu()) {
-    auto arch = CurrentDeviceArch();
-    if (!arch.ok()) return Error("compile", std::string(arch.status().message()), kExitFailure);
-    options.arch = *arch;
-  }
+  absl::StatusOr<CompileOptions> options = CompileOptionsFromFlags(*args);
+  if (!options.ok()) return Error("compile", std::string(options.status().message()), kExitUsage);
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<Compiled> compiled = Compile(std::move(loaded.graph), options);
+  absl::StatusOr<Compiled> compiled = Compile(std::move(loaded.graph), *options);
   if (!compiled.ok()) return Error("compile", std::string(compiled.status().message()), kExitFailure);
   double ms = MillisSince(start);
   const Program& p = compiled->lowered.program;

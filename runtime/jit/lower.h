@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/base/debug_options.h"
 #include "ir/graph.h"
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/priority_fusion.h"
@@ -39,6 +40,7 @@ struct LowerOptions {
   int compile_threads = 0;      // 0: hardware concurrency
   std::string source_text;      // the imported graph, printed: hashed into Program::graph_hash
   bool share_arena = true;      // false: no two intermediates share bytes (debugging)
+  DebugOptions debug;           // KILN_DUMP=cuda,ptx: each kernel's source / PTX
 };
 
 // What happened while lowering, per region, for reports and the ledger.
