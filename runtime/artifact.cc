@@ -1,15 +1,13 @@
 #include "runtime/artifact.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "ir/base/hash.h"
 #include "ir/base/status.h"
+#include "runtime/file_util.h"
 
 namespace kiln {
 namespace {
@@ -315,31 +313,13 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
 }
 
 absl::Status SaveArtifact(const Program& program, const std::string& path) {
-  std::string bytes = SerializeProgram(program);
-  std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temp));
-    out.write(bytes.data(), bytes.size());
-    out.close();
-    if (!out) {
-      std::remove(temp.c_str());
-      return absl::DataLossError(absl::StrCat("writing ", temp, " failed (disk full?)"));
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temp, " to ", path));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, SerializeProgram(program));
 }
 
 absl::StatusOr<Program> LoadArtifact(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return DeserializeProgram(buffer.str(), path);
+  absl::StatusOr<std::string> bytes = ReadWholeFile(path);
+  if (!bytes.ok()) return bytes.status();
+  return DeserializeProgram(*bytes, path);
 }
 
 bool LooksLikeArtifact(const std::string& path) {

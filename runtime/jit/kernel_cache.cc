@@ -39,6 +39,7 @@
 #include "ir/base/debug_options.h"
 #include "ir/base/hash.h"
 #include "ir/base/status.h"
+#include "runtime/file_util.h"
 #include "templates/embedded_templates.h"
 
 namespace kiln {
@@ -232,34 +233,6 @@ absl::StatusOr<CompiledCuda> DecodeEntry(std::string_view bytes, const std::stri
   return c;
 }
 
-// Writes `bytes` to `path` through a temporary file in the same directory and a rename.
-absl::Status WriteAtomically(const std::string& directory, const std::string& path,
-                             const std::string& bytes) {
-  std::error_code ec;
-  fs::create_directories(directory, ec);
-  if (ec) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot create ", directory, ": ", ec.message()));
-  }
-  static std::atomic<uint64_t> counter{0};
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", temp));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(temp.c_str());
-      return absl::DataLossError(absl::StrCat("writing ", temp, " failed (disk full?)"));
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename ", temp, " to ", path));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 KernelCache::KernelCache(std::string directory) : directory_(std::move(directory)) {}
@@ -331,7 +304,7 @@ std::optional<CompiledCuda> KernelCache::ReadEntry(const std::string& key,
 
 void KernelCache::WriteEntry(const std::string& key, const CompiledCuda& compiled) {
   if (directory_.empty()) return;
-  absl::Status written = WriteAtomically(directory_, EntryPath(key), EncodeEntry(key, compiled));
+  absl::Status written = WriteFileAtomically(EntryPath(key), EncodeEntry(key, compiled));
   if (written.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.disk_writes;

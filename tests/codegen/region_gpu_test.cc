@@ -10,9 +10,8 @@
 // The reference models what the kernel promises (DESIGN.md §5: arithmetic in f32, storage in
 // the tensor's dtype): the region's subgraph is evaluated with every 16-bit float promoted to
 // f32 inside, rounding only where the kernel stores (outputs) or casts explicitly.
-// Tolerances, stated once (about two units in the last place of the stored dtype, plus f32
-// summation-order differences): f32: |d| <= 1e-5 + 1e-4 |ref|; f16: 1e-3 + 2e-3 |ref|;
-// bf16: 8e-3 + 1.6e-2 |ref|; integers and bool exactly.
+// Tolerances: ir/compare.h's KernelTolerance (about two units in the last place of the stored
+// dtype plus f32 summation order; integers and bool exactly).
 #include <cuda.h>
 
 #include <cmath>
@@ -26,6 +25,7 @@
 #include "codegen/emit_kernel.h"
 #include "codegen/kernel_params.h"
 #include "gtest/gtest.h"
+#include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/promote.h"
@@ -75,17 +75,6 @@ Gpu& TheGpu() {
   return gpu;
 }
 
-struct Tolerance {
-  double atol, rtol;
-};
-Tolerance ToleranceFor(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return {1e-5, 1e-4};
-    case DType::kF16: return {1e-3, 2e-3};
-    case DType::kBF16: return {8e-3, 1.6e-2};
-    default: return {0, 0};
-  }
-}
 
 struct Summary {
   int kernels = 0;
@@ -168,7 +157,7 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
         if (region.outputs[o]->name() == arg.tensor) want = &(*expected)[o];
       }
       ASSERT_NE(want, nullptr) << arg.tensor;
-      Tolerance tol = ToleranceFor(arg.dtype);
+      Tolerance tol = KernelTolerance(arg.dtype);
       int bad = 0;
       double max_err = 0;
       for (int64_t e = 0; e < got.num_elements(); ++e) {
