@@ -48,6 +48,22 @@ bool IsNegInf(const Node* node) {
   return node->op() == OpKind::kConstant && IsConstantSplat(node, -std::numeric_limits<double>::infinity());
 }
 
+// If `x` is x' * c, c * x' or x' / c for a scalar constant c and has no other user, moves x
+// to x' and returns the factor; else 1. (Exporters scale q and k by sqrt(scale) each.)
+double PeelScalarFactor(const Graph& graph, Node*& x) {
+  if ((x->op() != OpKind::kMul && x->op() != OpKind::kDiv) || !SingleUse(graph, x)) return 1.0;
+  for (int side = 0; side < 2; ++side) {
+    if (x->op() == OpKind::kDiv && side == 0) continue;  // c / x' is no scaling
+    std::optional<double> c = ScalarConstantValue(x->operand(side));
+    if (!c || *c == 0 || !std::isfinite(*c)) continue;
+    if (x->operand(1 - side)->shape() != x->shape()) continue;  // the constant must not broadcast x'
+    const bool divides = x->op() == OpKind::kDiv;
+    x = x->operand(1 - side);
+    return divides ? 1.0 / *c : *c;
+  }
+  return 1.0;
+}
+
 // Tries to match the pattern ending at `out` (a matmul). Returns the attention node or null.
 Node* Match(Graph& graph, Node* out) {
   if (out->op() != OpKind::kMatmul) return nullptr;
@@ -58,12 +74,16 @@ Node* Match(Graph& graph, Node* out) {
   Node* s = p->operand(0);
   Node* additive_mask = nullptr;
   Node* keep_mask = nullptr;  // bool, true = attend
+  Node* drop_mask = nullptr;  // bool, true = masked out (torch's masked_fill(mask, -inf))
   if (s->op() == OpKind::kAdd && SingleUse(graph, s)) {
     additive_mask = s->operand(1);
     s = s->operand(0);
   } else if (s->op() == OpKind::kWhere && SingleUse(graph, s) && IsNegInf(s->operand(2))) {
     keep_mask = s->operand(0);
     s = s->operand(1);
+  } else if (s->op() == OpKind::kWhere && SingleUse(graph, s) && IsNegInf(s->operand(1))) {
+    drop_mask = s->operand(0);
+    s = s->operand(2);
   }
   double scale = 1.0;
   if ((s->op() == OpKind::kMul || s->op() == OpKind::kDiv) && SingleUse(graph, s)) {
@@ -76,6 +96,10 @@ Node* Match(Graph& graph, Node* out) {
   if (s->op() != OpKind::kMatmul || !SingleUse(graph, s)) return nullptr;
   Node* q = s->operand(0);
   Node* kt = s->operand(1);
+  // Scalar factors on q and on k^T fold into the scale (torch's exporter below opset 23
+  // multiplies each by sqrt(scale)).
+  scale *= PeelScalarFactor(graph, q);
+  scale *= PeelScalarFactor(graph, kt);
   Rewriter rw(graph, out->name());
   Node* k = SwapsLastTwo(kt) ? kt->operand(0) : nullptr;
   int64_t rank = kt->shape().size();
@@ -88,7 +112,14 @@ Node* Match(Graph& graph, Node* out) {
   int64_t seq = q->shape()[q->shape().size() - 2], keys = k->shape()[k->shape().size() - 2];
   bool causal = false;
   std::vector<Node*> operands = {q, k, v};
-  if (keep_mask != nullptr) {
+  if (drop_mask != nullptr) {
+    if (IsCausalConstant(drop_mask, seq, keys, [](double x) { return x == 0; })) {
+      causal = true;
+    } else {
+      operands.push_back(rw.Add(OpKind::kWhere, {drop_mask, rw.Scalar(-INFINITY, q->dtype()),
+                                                 rw.Scalar(0.0, q->dtype())}));
+    }
+  } else if (keep_mask != nullptr) {
     if (IsCausalConstant(keep_mask, seq, keys, [](double x) { return x != 0; })) {
       causal = true;
     } else {

@@ -1,10 +1,13 @@
 // match_attention: finds attention written out by hand or by an exporter and replaces it
 // with one attention op, which fusion turns into one tiled kernel that never stores the
 // S x T score matrix. The pattern, on composite softmax (so this runs before decompose):
-//   s = matmul(q, transpose(k))            (or matmul(q, kt) with kt already [.., D, T])
+//   s = matmul(q, transpose(k))            (or matmul(q, kt) with kt already [.., D, T]);
+//                                          q * c and kt * c (scalar c, no other user) fold
+//                                          into the scale: exporters scale each by sqrt(scale)
 //   s = s * c  |  s / c                    optional scalar-constant scale
 //   s = s + mask                           optional additive mask
-//     | where(keep, s, -inf)               optional boolean mask (masked_fill)
+//     | where(keep, s, -inf)               optional boolean mask (attend where true)
+//     | where(drop, -inf, s)               optional boolean mask (masked_fill: drop where true)
 //   p = softmax(s, last axis)
 //   y = matmul(p, v)
 // A constant mask that is lower-triangular (keep j <= i; additive 0 / -inf) becomes

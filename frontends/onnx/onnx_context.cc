@@ -266,7 +266,8 @@ absl::StatusOr<Node*> NodeContext::Op(OpKind op, std::vector<Node*> operands, At
   // A broadcast is free at run time; materialising a large one only costs memory.
   const int64_t limit = op == OpKind::kBroadcastTo ? std::min<int64_t>(options().max_folded_elements, 1024)
                                                    : options().max_folded_elements;
-  bool foldable = GetCategory(op) != OpCategory::kRandom && !operands.empty() &&
+  // Generators (iota) fold like ops on constants: a Trilu of a constant is a constant mask.
+  bool foldable = GetCategory(op) != OpCategory::kRandom && (!operands.empty() || op == OpKind::kIota) &&
                   (*node)->num_elements() <= limit;
   for (Node* operand : operands) foldable = foldable && operand->op() == OpKind::kConstant;
   if (foldable) return Fold(*node);

@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "frontends/onnx/onnx_import.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "api/compiler.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
 #include "onnx/onnx_pb.h"
@@ -102,6 +103,11 @@ TEST(OnnxFixtureTest, TorchExportsMatchTorchOnTheInterpreter) {
     }
     auto got = Interpret(g, inputs);
     ASSERT_TRUE(got.ok()) << got.status();
+    // The optimised graph (match_attention, decompose, folding...) computes the same.
+    auto analysis = Analyze(g.Clone(), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    auto optimised = Interpret(*analysis->graph, inputs);
+    ASSERT_TRUE(optimised.ok()) << optimised.status();
     std::vector<Tensor> want;
     for (size_t j = 0; fs::exists(dir / absl::StrCat("output_", j, ".pb")); ++j) {
       want.push_back(Read(dir / absl::StrCat("output_", j, ".pb")));
@@ -110,7 +116,10 @@ TEST(OnnxFixtureTest, TorchExportsMatchTorchOnTheInterpreter) {
     double p = 0;
     if (info.count("dropout_p") == 0 || !absl::SimpleAtod(info["dropout_p"], &p)) p = 0;
     if (p == 0) {
-      for (size_t j = 0; j < want.size(); ++j) ExpectClose((*got)[j], want[j], absl::StrCat("output ", j));
+      for (size_t j = 0; j < want.size(); ++j) {
+        ExpectClose((*got)[j], want[j], absl::StrCat("output ", j));
+        ExpectClose((*optimised)[j], want[j], absl::StrCat("optimised output ", j));
+      }
       continue;
     }
     // Training-mode dropout: outputs (y, h, m), y = h + dropout(m).
@@ -130,6 +139,33 @@ TEST(OnnxFixtureTest, TorchExportsMatchTorchOnTheInterpreter) {
     }
     double fraction = static_cast<double>(dropped) / y.num_elements();
     EXPECT_NEAR(fraction, p, 0.05) << dropped << " of " << y.num_elements() << " elements dropped";
+  }
+}
+
+// The same module exported by either exporter at any opset becomes the same kernels: the
+// decomposed spellings (sqrt-scaled q and k, masked_fill, Trilu masks, LayerNormalization
+// written out) fuse exactly like the native ops of opset 23.
+TEST(OnnxFixtureTest, EveryExportOfAModuleGivesTheSameKernels) {
+  std::map<std::string, std::map<std::string, std::string>> kernels;  // module -> export -> kinds
+  for (const fs::path& dir : FixtureDirs()) {
+    std::string name = dir.filename().string();
+    std::string module = name.substr(0, name.find("_opset"));
+    auto graph = ImportOnnxFile((dir / "model.onnx").string());
+    ASSERT_TRUE(graph.ok()) << name << ": " << graph.status();
+    auto analysis = Analyze(std::move(*graph), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.status();
+    std::map<std::string, int> kinds;
+    for (const Region& r : analysis->plan.regions) {
+      if (r.kind != RegionKind::kView) ++kinds[RegionKindName(r.kind)];
+    }
+    std::string summary;
+    for (const auto& [kind, count] : kinds) summary += absl::StrCat(kind, " x", count, "; ");
+    kernels[module][name] = summary;
+  }
+  for (const auto& [module, exports] : kernels) {
+    for (const auto& [name, summary] : exports) {
+      EXPECT_EQ(summary, exports.begin()->second) << name << " vs " << exports.begin()->first;
+    }
   }
 }
 

@@ -50,6 +50,44 @@ TEST(MatchAttentionTest, LowerTriangularBooleanMaskBecomesCausal) {
   EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: attention(q, k, v) {causal = true, scale = 1.0}"));
 }
 
+// torch's masked_fill(mask, -inf): where(drop, -inf, s), true = masked out.
+TEST(MatchAttentionTest, MaskedFillOfTheUpperTriangleBecomesCausal) {
+  auto g = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]) {
+    kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
+    s: f32[2,3,3] = matmul(q, kt)
+    drop: bool[3,3] = constant() {data = [0, 1, 1, 0, 0, 1, 0, 0, 0]}
+    ninf: f32[] = constant() {data = [-inf]}
+    sm: f32[2,3,3] = where(drop, ninf, s)
+    p: f32[2,3,3] = softmax(sm) {axis = 2}
+    y: f32[2,3,4] = matmul(p, v)
+    return y
+  })");
+  MatchAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: attention(q, k, v) {causal = true, scale = 1.0}"));
+}
+
+// torch's exporter below opset 23 scales q and k^T by sqrt(scale) each: both fold into scale.
+TEST(MatchAttentionTest, ScalarFactorsOnQAndKFoldIntoTheScale) {
+  auto g = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]) {
+    c: f32[] = constant() {data = [0.5]}
+    qs: f32[2,3,4] = mul(q, c)
+    kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
+    kts: f32[2,4,3] = mul(c, kt)
+    s: f32[2,3,3] = matmul(qs, kts)
+    p: f32[2,3,3] = softmax(s) {axis = 2}
+    y: f32[2,3,4] = matmul(p, v)
+    return y
+  })");
+  MatchAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  std::string out = PrintGraph(*g);
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: attention(q, k, v) {causal = false, scale = 0.25}
+    CHECK-NOT: mul(
+  )")) << out;
+}
+
 TEST(MatchAttentionTest, ProbabilitiesUsedElsewhereBlockTheMatch) {
   auto g = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]) {
     kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
