@@ -24,7 +24,7 @@
 namespace kiln {
 namespace {
 
-constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH -o FILE.kiln [--arch sm_90a] [--device h100] [--shape NAME=DIMS]
+constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH -o FILE.kiln [--arch sm_90a] [--device h100] [--shape NAME=DIMS] [--no-cache]
 
 Compiles GRAPH (.json or .onnx) ahead of time: the pass pipeline, priority fusion, code
 generation and NVRTC, into one artifact that `kiln run FILE.kiln` and the C++ runtime load
@@ -37,6 +37,8 @@ flags:
                       or sm_90a without one. The artifact runs on that architecture only.
   --device NAME       the cost model's device spec: h100 (default) or h200
   --shape BINDINGS    ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
+  --no-cache          compile every kernel with NVRTC (neither the memory nor the disk cache),
+                      to time cold compiles
 )";
 
 constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH|FILE.kiln [--reps N] [--json FILE] [--arch ARCH] [--device NAME]
@@ -109,7 +111,8 @@ int CompileCommand(const std::vector<std::string>& raw) {
   for (std::string& a : argv) {
     if (a == "-o") a = "--output";
   }
-  auto args = ParseArgs(argv, {{"output", true}, {"arch", true}, {"device", true}, {"shape", true}});
+  auto args = ParseArgs(argv, {{"output", true}, {"arch", true}, {"device", true}, {"shape", true},
+                               {"no-cache", false}});
   if (!args.ok()) return UsageError("compile", std::string(args.status().message()));
   if (args->help) {
     std::cout << kCompileUsage;
@@ -122,6 +125,8 @@ int CompileCommand(const std::vector<std::string>& raw) {
   if (!loaded.graph) return loaded.exit_code;
   absl::StatusOr<CompileOptions> options = CompileOptionsFromFlags(*args);
   if (!options.ok()) return Error("compile", std::string(options.status().message()), kExitUsage);
+  KernelCache uncached("");  // --no-cache: memory only, and empty, so every kernel is compiled cold
+  if (args->Has("no-cache")) options->cache = &uncached;
   auto start = std::chrono::steady_clock::now();
   absl::StatusOr<Compiled> compiled = Compile(std::move(loaded.graph), *options);
   if (!compiled.ok()) return Error("compile", std::string(compiled.status().message()), kExitFailure);

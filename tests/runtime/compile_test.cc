@@ -155,3 +155,37 @@ TEST(PlannedReferenceTest, RoundsOnlyAtRegionBoundaries) {
 
 }  // namespace
 }  // namespace kiln
+
+#include "ir/parser.h"
+
+namespace kiln {
+namespace {
+
+// Dropout stores no mask: a plan with the forward and its backward (seed and offset given at
+// run time as graph inputs) holds no buffer of the mask's element count besides the graph's
+// own inputs and outputs, and no scratch.
+TEST(DropoutPlanTest, NoBufferHoldsAMask) {
+  auto graph = ParseGraph(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], dy: bf16[64,1024], seed: i64[], offset: i64[]) {
+    d: bf16[64,1024] = dropout(x, seed, offset) {offset = 0, p = 0.1, seed = 0}
+    h: bf16[64,1024] = add(d, r)
+    dx: bf16[64,1024] = dropout_grad(dy, seed, offset) {offset = 0, p = 0.1, seed = 0}
+    return h, dx
+  })");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  KernelCache cache("");
+  CompileOptions options;
+  options.arch = "sm_90a";
+  options.cache = &cache;
+  auto compiled = Compile(std::move(*graph), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const Program& p = compiled->lowered.program;
+  for (const Buffer& b : p.buffers) {
+    if (b.kind == BufferKind::kInput || b.kind == BufferKind::kOutput) continue;
+    EXPECT_NE(NumElements(b.shape), 64 * 1024) << b.name << " " << BufferKindName(b.kind) << " could hold a mask";
+  }
+  EXPECT_EQ(p.arena_bytes, 0) << p.ToString();
+  EXPECT_EQ(p.persistent_bytes, 0) << p.ToString();
+}
+
+}  // namespace
+}  // namespace kiln
