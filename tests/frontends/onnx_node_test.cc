@@ -13,6 +13,10 @@
 // bf16 outputs use rtol 2e-3 and 1e-2: about one unit in the last place, because kiln rounds
 // a double-precision result once while NumPy's reference rounds every intermediate step.
 //
+// Built with KILN_NODE_TESTS_ON_GPU (the gpu-labelled binary frontends_onnx_node_gpu_test,
+// run by scripts/gpu-check), each graph is instead compiled for the GPU and run there (the
+// kernels and cuBLASLt), compared at the same tolerances, and skips cleanly without a GPU.
+//
 // The summary printed at the end lists passed / failed / skipped counts, skips grouped by
 // reason, and every failure with its first mismatch. The test fails if any test of a supported
 // op fails, unless it is in kKnownFailures below with the reason.
@@ -34,6 +38,11 @@
 #include "frontends/onnx/onnx_tensor.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
+#ifdef KILN_NODE_TESTS_ON_GPU
+#include "api/compiler.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executable.h"
+#endif
 #include "onnx/onnx_pb.h"
 
 namespace kiln {
@@ -139,6 +148,25 @@ absl::StatusOr<Tensor> ReadTensor(const fs::path& path) {
   return TensorFromOnnx(*proto, "", /*allow_double=*/false);
 }
 
+// The graph's outputs for `inputs`: the interpreter, or the GPU (compiled for this device).
+absl::StatusOr<std::vector<Tensor>> Evaluate(const Graph& g, const std::map<std::string, Tensor>& inputs) {
+#ifdef KILN_NODE_TESTS_ON_GPU
+  CompileOptions options;
+  absl::StatusOr<std::string> arch = CurrentDeviceArch();
+  if (!arch.ok()) return arch.status();
+  options.arch = *arch;
+  absl::StatusOr<Compiled> compiled = Compile(g.Clone(), options);
+  if (!compiled.ok()) return compiled.status();
+  absl::StatusOr<std::unique_ptr<Executable>> exe = Executable::Load(std::move(compiled->lowered.program));
+  if (!exe.ok()) return exe.status();
+  std::vector<Tensor> in;
+  for (const Node* n : g.inputs()) in.push_back(inputs.at(n->name()));
+  return (*exe)->RunOnHost(in);
+#else
+  return Interpret(g, inputs);
+#endif
+}
+
 // Runs one data set on `g`; "" on success, else the first problem.
 std::string RunSet(const Graph& g, const fs::path& set, const std::vector<std::string>& names,
                    const std::map<std::string, Tensor>& values) {
@@ -158,8 +186,8 @@ std::string RunSet(const Graph& g, const fs::path& set, const std::vector<std::s
                                                   ? Category(t.status()) : std::string(t.status().message()));
     want.push_back(std::move(*t));
   }
-  absl::StatusOr<std::vector<Tensor>> got = Interpret(g, inputs);
-  if (!got.ok()) return absl::StrCat("interpret: ", got.status().message());
+  absl::StatusOr<std::vector<Tensor>> got = Evaluate(g, inputs);
+  if (!got.ok()) return absl::StrCat("evaluate: ", got.status().message());
   if (got->size() != want.size()) return absl::StrCat(got->size(), " outputs, want ", want.size());
   for (size_t j = 0; j < want.size(); ++j) {
     std::string mismatch = Compare((*got)[j], want[j]);
@@ -218,7 +246,10 @@ Outcome RunOne(const fs::path& dir) {
   return {Outcome::kPassed, "", freeze};
 }
 
-TEST(OnnxNodeTest, BackendNodeTestsPassOnTheInterpreter) {
+TEST(OnnxNodeTest, BackendNodeTestsPass) {
+#ifdef KILN_NODE_TESTS_ON_GPU
+  if (!HaveGpu()) GTEST_SKIP() << "no CUDA device (or no driver)";
+#endif
   const std::string root = NodeTestDir();
   if (root.empty() || !fs::is_directory(root)) {
     GTEST_SKIP() << "ONNX node tests not found (set KILN_ONNX_NODE_TESTS or `pip install onnx==1.22.0`; "
