@@ -128,6 +128,7 @@ absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph,
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const Step& step = p.steps[s];
     BenchStep b;
+    b.region = step.region;
     b.label = step.label;
     b.kind = step.kind == Step::Kind::kKernel ? step.kernel.name
              : step.kind == Step::Kind::kMatmul ? "cublasLt" : "copy";
@@ -180,9 +181,9 @@ std::string BenchReport::ToJson() const {
     const BenchStep& b = steps[i];
     std::string label;
     for (char c : b.label) label += (c == '"' || c == '\\') ? ' ' : c;
-    absl::StrAppendFormat(&s, "%s\n  {\"label\": \"%s\", \"kind\": \"%s\", \"predicted_us\": %.3f, \"measured_us\": %.3f, "
-                          "\"bytes\": %d, \"flops\": %.6g}", i ? "," : "", label, b.kind, b.predicted_us, b.measured_us,
-                          b.bytes, b.flops);
+    absl::StrAppendFormat(&s, "%s\n  {\"region\": %d, \"label\": \"%s\", \"kind\": \"%s\", \"predicted_us\": %.3f, "
+                          "\"measured_us\": %.3f, \"bytes\": %d, \"flops\": %.6g}", i ? "," : "", b.region, label, b.kind,
+                          b.predicted_us, b.measured_us, b.bytes, b.flops);
   }
   s += "]}\n";
   return s;

@@ -21,6 +21,7 @@
 namespace kiln {
 
 struct BenchStep {
+  int region = -1;  // the FusionPlan region (kiln dump --measured sums steps per region)
   std::string label;
   std::string kind;  // kernel name, "cublasLt" or "copy"
   double predicted_us = 0, measured_us = 0;

@@ -9,6 +9,7 @@
 #include "api/compiler.h"
 #include "passes/pass_pipeline.h"
 #include "tools/cli_args.h"
+#include "tools/cli_common.h"
 #include "tools/dump_report.h"
 
 namespace kiln {
@@ -25,6 +26,9 @@ Shows every fusion decision for GRAPH and the cost-model numbers behind it.
   --svg FILE        also render the Graphviz form to FILE (needs `dot`, from graphviz)
   --why NODE        why NODE is (not) fused with its neighbours
   --after PASS      print the graph after PASS instead (see the pass list below)
+  --measured FILE   (text) show next to each prediction the time `kiln bench --json FILE`
+                    measured for the region, and the graph's end-to-end time
+  --shape BINDINGS  ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
 
 Environment: KILN_FUSION_FUEL=N stops after N merges; KILN_DISABLE_PASSES=a,b skips passes;
 KILN_DUMP=ir,passes,ledger writes dumps to KILN_DUMP_DIR (or stderr).
@@ -48,7 +52,8 @@ std::string PassNames() {
 
 int DumpCommand(const std::vector<std::string>& args) {
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(
-      args, {{"device", true}, {"format", true}, {"svg", true}, {"why", true}, {"after", true}});
+      args, {{"device", true}, {"format", true}, {"svg", true}, {"why", true}, {"after", true}, {"shape", true},
+             {"measured", true}});
   if (!parsed.ok()) return Fail(std::string(parsed.status().message()), 2);
   if (parsed->help) {
     std::cout << kDumpCommandUsage << "passes, in order: " << PassNames() << "\n";
@@ -67,7 +72,13 @@ int DumpCommand(const std::vector<std::string>& args) {
   if (parsed->values.count("device")) options.device = parsed->values.at("device");
   options.keep_pass_snapshots = parsed->values.count("after") > 0;
 
-  absl::StatusOr<std::unique_ptr<Graph>> graph = LoadGraph(parsed->positional[0]);
+  LoadOptions load;
+  if (parsed->values.count("shape")) {
+    auto shapes = ParseShapeFlag(parsed->values.at("shape"));
+    if (!shapes.ok()) return Fail(std::string(shapes.status().message()), 2);
+    load.shapes = *shapes;
+  }
+  absl::StatusOr<std::unique_ptr<Graph>> graph = LoadGraph(parsed->positional[0], load);
   if (!graph.ok()) return Fail(std::string(graph.status().message()), 2);
   absl::StatusOr<Analysis> analysis = Analyze(std::move(*graph), options);
   if (!analysis.ok()) {
@@ -112,6 +123,10 @@ int DumpCommand(const std::vector<std::string>& args) {
     std::cout << LedgerJsonLines(analysis->plan);
   } else if (format == "dot") {
     std::cout << FusionDot(*analysis);
+  } else if (parsed->values.count("measured")) {
+    absl::StatusOr<MeasuredTimes> measured = ReadMeasuredTimes(parsed->values.at("measured"), analysis->graph->name());
+    if (!measured.ok()) return Fail(std::string(measured.status().message()), 2);
+    std::cout << FusionReport(*analysis, &*measured);
   } else {
     std::cout << FusionReport(*analysis);
   }

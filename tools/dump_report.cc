@@ -1,10 +1,13 @@
 #include "tools/dump_report.h"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "rapidjson/document.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -56,7 +59,7 @@ std::string Describe(const FusionRecord& r) {
 
 }  // namespace
 
-std::string FusionReport(const Analysis& a) {
+std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
   const FusionPlan& plan = a.plan;
   std::string out = absl::StrFormat("kiln dump: %s on %s\n", plan.graph_name, plan.device.ToString());
   std::vector<std::string> passes;
@@ -97,6 +100,13 @@ std::string FusionReport(const Analysis& a) {
                           Bytes(unfused.bytes_read + unfused.bytes_written));
     absl::StrAppendFormat(&out, "  predicted: %.2f us (%s); one kernel per op: %.2f us\n", e.total_us,
                           e.ToString(), unfused.total_us);
+    if (measured != nullptr) {
+      auto m = measured->region_us.find(r.id);
+      if (m != measured->region_us.end()) {
+        absl::StrAppendFormat(&out, "  measured:  %.2f us on %s (kiln bench; %.2fx the prediction)\n", m->second,
+                              measured->device, e.total_us > 0 ? m->second / e.total_us : 0.0);
+      }
+    }
     for (const auto& [key, line] : refused[r.id]) absl::StrAppend(&out, "  - ", line, "\n");
     out += "\n";
   }
@@ -109,7 +119,40 @@ std::string FusionReport(const Analysis& a) {
                         Bytes(plan.unfused_bytes - plan.fused_bytes), plan.unfused_us, plan.fused_us,
                         plan.fused_us > 0 ? plan.unfused_us / plan.fused_us : 0.0,
                         plan.fuel_exhausted ? " [stopped by KILN_FUSION_FUEL]" : "");
+  if (measured != nullptr) {
+    absl::StrAppendFormat(&out, "measured: %.2f us end to end on %s (kiln bench)\n", measured->graph_us, measured->device);
+  }
   return out;
+}
+
+absl::StatusOr<MeasuredTimes> ReadMeasuredTimes(const std::string& path, const std::string& graph_name) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("--measured: cannot open ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.str().c_str());
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(absl::StrCat("--measured ", path, ": ", why, " (expected `kiln bench --json` output)"));
+  };
+  if (doc.HasParseError() || !doc.IsObject()) return bad("not a JSON object");
+  if (!doc.HasMember("graph") || !doc["graph"].IsString() || !doc.HasMember("steps") || !doc["steps"].IsArray()) {
+    return bad("no \"graph\" and \"steps\"");
+  }
+  if (graph_name != doc["graph"].GetString()) {
+    return bad(absl::StrCat("recorded for graph '", doc["graph"].GetString(), "', not '", graph_name, "'"));
+  }
+  MeasuredTimes m;
+  if (doc.HasMember("device") && doc["device"].IsString()) m.device = doc["device"].GetString();
+  if (doc.HasMember("graph_us") && doc["graph_us"].IsNumber()) m.graph_us = doc["graph_us"].GetDouble();
+  for (const auto& step : doc["steps"].GetArray()) {
+    if (!step.IsObject() || !step.HasMember("region") || !step["region"].IsInt() || !step.HasMember("measured_us") ||
+        !step["measured_us"].IsNumber()) {
+      return bad("a step without \"region\" and \"measured_us\"");
+    }
+    m.region_us[step["region"].GetInt()] += step["measured_us"].GetDouble();
+  }
+  return m;
 }
 
 absl::StatusOr<std::string> WhyReport(const Analysis& a, const std::string& name) {

@@ -3,6 +3,7 @@
 #ifndef KILN_TOOLS_DUMP_REPORT_H_
 #define KILN_TOOLS_DUMP_REPORT_H_
 
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -10,9 +11,19 @@
 
 namespace kiln {
 
-// Regions in order with their ops, kind, bytes fused vs one-kernel-per-op, predicted time,
-// and under each region the merges it refused and why; then a summary line.
-std::string FusionReport(const Analysis& analysis);
+// Times measured by `kiln bench --json` (region id -> us, summed over the region's steps).
+struct MeasuredTimes {
+  std::string device;
+  std::map<int, double> region_us;
+  double graph_us = 0;
+};
+// Reads a `kiln bench --json` file recorded for the graph named `graph_name`.
+absl::StatusOr<MeasuredTimes> ReadMeasuredTimes(const std::string& path, const std::string& graph_name);
+
+// Regions in order with their ops, kind, bytes fused vs one-kernel-per-op, predicted time
+// (and the measured time when `measured` is given), and under each region the merges it
+// refused and why; then a summary line.
+std::string FusionReport(const Analysis& analysis, const MeasuredTimes* measured = nullptr);
 // Why `node` is (not) fused with its neighbours: its region and every decision naming it.
 absl::StatusOr<std::string> WhyReport(const Analysis& analysis, const std::string& node);
 // One cluster per region, one box per op, the graph's edges.

@@ -324,6 +324,22 @@ TEST(KilnDumpTest, ReportShowsRegionsRefusalsAndSummary) {
   EXPECT_NE(r.out.find("predicted"), std::string::npos);
 }
 
+// A `kiln bench --json` record puts the measured time next to each prediction; a record of
+// another graph is refused.
+TEST(KilnDumpTest, MeasuredTimesSitNextToPredictions) {
+  fs::path dir = TestDir();
+  std::string bench = (dir / "bench.json").string();
+  std::ofstream(bench) << R"({"graph": "softmax", "device": "Test GPU", "graph_us": 12.5, "steps": [
+      {"region": 0, "label": "r0", "kind": "kiln_row_x", "predicted_us": 3.0, "measured_us": 12.0, "bytes": 1, "flops": 0}]})";
+  Result r = RunKiln("dump " + Quote(Example("small/softmax.json")) + " --measured " + Quote(bench));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("measured:  12.00 us on Test GPU"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measured: 12.50 us end to end"), std::string::npos) << r.out;
+  r = RunKiln("dump " + Quote(Example("small/layernorm.json")) + " --measured " + Quote(bench));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("recorded for graph 'softmax'"), std::string::npos) << r.err;
+}
+
 TEST(KilnDumpTest, JsonHasRegionsWithKindsAndDecisions) {
   Result r = RunKiln("dump --format json " + Quote(Example("small/add_rmsnorm.json")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
