@@ -11,9 +11,7 @@
 
 #include "api/compiler.h"
 #include "ir/interpreter.h"
-#include "runtime/artifact.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/executable.h"
+#include "api/runtime.h"
 
 namespace {
 

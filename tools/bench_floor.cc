@@ -6,9 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "ir/base/status.h"
 #include "ir/interpreter.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/device_info.h"
-#include "runtime/matmul.h"
+#include "api/runtime.h"
 
 namespace kiln {
 namespace {

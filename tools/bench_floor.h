@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
-#include "runtime/executable.h"
+#include "api/runtime.h"
 
 namespace kiln {
 

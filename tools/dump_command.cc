@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/compiler.h"
-#include "passes/pass_pipeline.h"
 #include "tools/cli_args.h"
 #include "tools/cli_common.h"
 #include "tools/dump_report.h"
