@@ -63,6 +63,18 @@ absl::Status CuResultToStatus(CUresult result, const char* call, const char* fil
     (*cu)->cuGetErrorName(result, &name);
     (*cu)->cuGetErrorString(result, &description);
   }
+  if (name == nullptr) {  // no driver to ask: the results kiln's messages meet most
+    switch (result) {
+      case CUDA_ERROR_INVALID_VALUE: name = "CUDA_ERROR_INVALID_VALUE"; break;
+      case CUDA_ERROR_OUT_OF_MEMORY: name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+      case CUDA_ERROR_NOT_INITIALIZED: name = "CUDA_ERROR_NOT_INITIALIZED"; break;
+      case CUDA_ERROR_NO_DEVICE: name = "CUDA_ERROR_NO_DEVICE"; break;
+      case CUDA_ERROR_INVALID_DEVICE: name = "CUDA_ERROR_INVALID_DEVICE"; break;
+      case CUDA_ERROR_INVALID_CONTEXT: name = "CUDA_ERROR_INVALID_CONTEXT"; break;
+      case CUDA_ERROR_LAUNCH_FAILED: name = "CUDA_ERROR_LAUNCH_FAILED"; break;
+      default: break;
+    }
+  }
   std::string message = absl::StrCat(call, " failed: ", name ? name : "unknown CUresult", " (",
                                      static_cast<int>(result), ", ", description ? description : "no description",
                                      ") at ", file, ":", line);

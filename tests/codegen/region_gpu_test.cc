@@ -30,6 +30,7 @@
 #include "ir/parser.h"
 #include "ir/promote.h"
 #include "ir/subgraph.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/nvrtc_compile.h"
 
 namespace kiln {
@@ -46,9 +47,18 @@ std::string SourceDir() {
   do {                                                                           \
     CUresult r_ = (call);                                                        \
     const char* name_ = nullptr;                                                 \
-    if (r_ != CUDA_SUCCESS) cuGetErrorName(r_, &name_);                          \
+    if (r_ != CUDA_SUCCESS) Cu()->cuGetErrorName(r_, &name_);                          \
     ASSERT_EQ(r_, CUDA_SUCCESS) << #call << ": " << (name_ ? name_ : "?");      \
   } while (0)
+
+// The driver, loaded at run time (runtime/cuda_driver.h); null without one.
+const CudaDriver* Cu() {
+  static const CudaDriver* driver = [] {
+    auto d = LoadCudaDriver();
+    return d.ok() ? *d : nullptr;
+  }();
+  return driver;
+}
 
 struct Gpu {
   bool ok = false;
@@ -61,13 +71,13 @@ Gpu& TheGpu() {
   static Gpu gpu = [] {
     Gpu g;
     int count = 0;
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return g;
-    cuDeviceGet(&g.device, 0);
-    cuDevicePrimaryCtxRetain(&g.context, g.device);
-    cuCtxSetCurrent(g.context);
+    if (Cu() == nullptr || Cu()->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return g;
+    Cu()->cuDeviceGet(&g.device, 0);
+    Cu()->cuDevicePrimaryCtxRetain(&g.context, g.device);
+    Cu()->cuCtxSetCurrent(g.context);
     int major = 0, minor = 0;
-    cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g.device);
-    cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g.device);
+    Cu()->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g.device);
+    Cu()->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g.device);
     g.arch = absl::StrFormat("sm_%d%d%s", major, minor, major == 9 ? "a" : "");
     g.ok = true;
     return g;
@@ -104,28 +114,28 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
 
   CUmodule module;
   CUfunction function;
-  CU_OK(cuModuleLoadData(&module, compiled->cubin.data()));
-  CU_OK(cuModuleGetFunction(&function, module, kernel->name.c_str()));
+  CU_OK(Cu()->cuModuleLoadData(&module, compiled->cubin.data()));
+  CU_OK(Cu()->cuModuleGetFunction(&function, module, kernel->name.c_str()));
 
   std::vector<CUdeviceptr> buffers;
   std::vector<const Tensor*> host_inputs;
   for (const KernelArg& arg : kernel->args) {
     CUdeviceptr p;
     int64_t bytes = NumElements(arg.shape) * ByteSize(arg.dtype);
-    CU_OK(cuMemAlloc(&p, std::max<int64_t>(bytes, 16)));
+    CU_OK(Cu()->cuMemAlloc(&p, std::max<int64_t>(bytes, 16)));
     if (arg.is_output) {
-      CU_OK(cuMemsetD8(p, 0xFF, std::max<int64_t>(bytes, 16)));  // poison
+      CU_OK(Cu()->cuMemsetD8(p, 0xFF, std::max<int64_t>(bytes, 16)));  // poison
     } else {
       const Tensor& t = inputs.at(arg.tensor);
-      CU_OK(cuMemcpyHtoD(p, t.data(), bytes));
+      CU_OK(Cu()->cuMemcpyHtoD(p, t.data(), bytes));
     }
     buffers.push_back(p);
   }
   CUdeviceptr scratch = 0;
   int64_t scratch_bytes = kernel->ScratchBytes(kernel->count);
   if (kernel->has_scratch) {
-    CU_OK(cuMemAlloc(&scratch, scratch_bytes));
-    CU_OK(cuMemsetD8(scratch, 0, scratch_bytes));
+    CU_OK(Cu()->cuMemAlloc(&scratch, scratch_bytes));
+    CU_OK(Cu()->cuMemsetD8(scratch, 0, scratch_bytes));
   }
   long long count = kernel->count;
   std::vector<void*> args;
@@ -135,15 +145,15 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
 
   std::vector<std::vector<uint8_t>> first;
   for (int launch = 0; launch < 2; ++launch) {
-    CU_OK(cuLaunchKernel(function, kernel->launch.Grid(count), 1, 1, kernel->launch.block, 1, 1,
+    CU_OK(Cu()->cuLaunchKernel(function, kernel->launch.Grid(count), 1, 1, kernel->launch.block, 1, 1,
                          kernel->launch.dynamic_smem_bytes, nullptr, args.data(), nullptr));
-    CU_OK(cuCtxSynchronize());
+    CU_OK(Cu()->cuCtxSynchronize());
     size_t out_index = 0;
     for (size_t a = 0; a < kernel->args.size(); ++a) {
       const KernelArg& arg = kernel->args[a];
       if (!arg.is_output) continue;
       Tensor got(arg.dtype, arg.shape);
-      CU_OK(cuMemcpyDtoH(got.data(), buffers[a], got.num_bytes()));
+      CU_OK(Cu()->cuMemcpyDtoH(got.data(), buffers[a], got.num_bytes()));
       if (launch == 1) {
         EXPECT_TRUE(std::vector<uint8_t>(got.data(), got.data() + got.num_bytes()) == first[out_index])
             << label << ": output " << arg.tensor << " differs between two launches";
@@ -181,9 +191,9 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
       Totals().elements += got.num_elements();
     }
   }
-  for (CUdeviceptr p : buffers) cuMemFree(p);
-  if (scratch) cuMemFree(scratch);
-  cuModuleUnload(module);
+  for (CUdeviceptr p : buffers) Cu()->cuMemFree(p);
+  if (scratch) Cu()->cuMemFree(scratch);
+  Cu()->cuModuleUnload(module);
 }
 
 void CheckGraph(const std::string& label, std::unique_ptr<Graph> graph, uint64_t seed = 1) {
@@ -200,7 +210,7 @@ void CheckGraph(const std::string& label, std::unique_ptr<Graph> graph, uint64_t
 class RegionGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!TheGpu().ok) GTEST_SKIP() << "no CUDA device (cuInit or cuDeviceGetCount failed)";
+    if (!TheGpu().ok) GTEST_SKIP() << "no CUDA device (or no driver)";
   }
 };
 
