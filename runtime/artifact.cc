@@ -55,7 +55,7 @@ class Reader {
   int64_t I64(const char* field) { return static_cast<int64_t>(U64(field)); }
   int Int(const char* field) {
     int64_t v = I64(field);
-    if (v < -1 || v > (int64_t{1} << 31)) Fail(field);
+    if (v < -1 || v > INT32_MAX) Fail(field);
     return static_cast<int>(v);
   }
   double F64(const char* field) {
@@ -108,6 +108,7 @@ void WriteSpec(Writer& w, const MatmulSpec& s) {
   w.Str(DTypeName(s.dtype));
   for (int64_t v : {s.m, s.n, s.k, s.batch, s.stride_a, s.stride_b, s.stride_d}) w.I64(v);
   w.U64((s.trans_a ? 1 : 0) | (s.trans_b ? 2 : 0) | (s.has_bias ? 4 : 0) | (s.has_residual ? 8 : 0));
+  w.I64(s.alignment);
 }
 
 MatmulSpec ReadSpec(Reader& r) {
@@ -119,6 +120,7 @@ MatmulSpec ReadSpec(Reader& r) {
   s.trans_b = flags & 2;
   s.has_bias = flags & 4;
   s.has_residual = flags & 8;
+  s.alignment = r.Int("matmul alignment");
   return s;
 }
 
@@ -216,10 +218,11 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
                             ": recompile the graph"));
   }
   uint64_t length = 0;
-  if (bytes.size() < 20) return bad("truncated header");
+  if (bytes.size() < 28) return bad("truncated header");
   std::memcpy(&length, bytes.data() + 12, 8);
-  if (bytes.size() != 20 + length + 8) {
-    return bad(absl::StrCat("truncated or padded: ", bytes.size(), " bytes, the header promises ", 28 + length));
+  if (length != bytes.size() - 28) {
+    return bad(absl::StrCat("truncated or padded: ", bytes.size(), " bytes, the header promises a payload of ",
+                            length));
   }
   std::string payload = bytes.substr(20, length);
   uint64_t checksum;
@@ -232,8 +235,10 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
   p.graph_hash = r.Str("graph hash");
   p.arch = r.Str("arch");
   p.device = r.Str("device");
-  p.buffers.resize(r.Count("buffers"));
-  for (Buffer& b : p.buffers) {
+  // Elements are appended as they are read, so a forged count costs no more memory than the
+  // bytes that are really there.
+  for (uint64_t i = 0, count = r.Count("buffers"); i < count && r.ok(); ++i) {
+    Buffer& b = p.buffers.emplace_back();
     b.name = r.Str("buffer name");
     b.dtype = r.Dtype("buffer dtype");
     b.shape = r.Shape_("buffer shape");
@@ -247,10 +252,11 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
   }
   p.inputs = r.Ints("inputs");
   p.outputs = r.Ints("outputs");
-  p.output_names.resize(r.Count("output names"));
-  for (std::string& n : p.output_names) n = r.Str("output name");
-  p.modules.resize(r.Count("modules"));
-  for (Module& m : p.modules) {
+  for (uint64_t i = 0, count = r.Count("output names"); i < count && r.ok(); ++i) {
+    p.output_names.push_back(r.Str("output name"));
+  }
+  for (uint64_t i = 0, count = r.Count("modules"); i < count && r.ok(); ++i) {
+    Module& m = p.modules.emplace_back();
     m.name = r.Str("module name");
     m.cubin = r.Str("cubin");
     m.registers = r.Int("registers");
@@ -258,8 +264,8 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
     m.compile_ms = r.F64("compile ms");
     m.params = r.Str("params");
   }
-  p.steps.resize(r.Count("steps"));
-  for (Step& s : p.steps) {
+  for (uint64_t i = 0, count = r.Count("steps"); i < count && r.ok(); ++i) {
+    Step& s = p.steps.emplace_back();
     int64_t kind = r.I64("step kind");
     if (kind < 0 || kind > static_cast<int64_t>(Step::Kind::kCopy)) return bad("unknown step kind");
     s.kind = static_cast<Step::Kind>(kind);
@@ -280,8 +286,9 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
         break;
       case Step::Kind::kMatmul: {
         s.matmul.spec = ReadSpec(r);
-        s.matmul.calls.resize(r.Count("matmul calls"));
-        for (MatmulStep::Call& c : s.matmul.calls) {
+        s.matmul.calls.clear();
+        for (uint64_t j = 0, count = r.Count("matmul calls"); j < count && r.ok(); ++j) {
+          MatmulStep::Call& c = s.matmul.calls.emplace_back();
           c.a = r.I64("matmul call");
           c.b = r.I64("matmul call");
           c.d = r.I64("matmul call");

@@ -80,11 +80,11 @@ cudaDataType_t CudaDataType(DType dtype) {
 
 // The cache key: every field of MatmulSpec.
 using SpecKey = std::tuple<DType, int64_t, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
-                           int64_t, bool, bool>;
+                           int64_t, bool, bool, int>;
 
 SpecKey KeyOf(const MatmulSpec& s) {
-  return {s.dtype,   s.m,        s.n,        s.k,        s.batch,    s.trans_a,
-          s.trans_b, s.stride_a, s.stride_b, s.stride_d, s.has_bias, s.has_residual};
+  return {s.dtype,   s.m,        s.n,        s.k,        s.batch,    s.trans_a,      s.trans_b,
+          s.stride_a, s.stride_b, s.stride_d, s.has_bias, s.has_residual, s.alignment};
 }
 
 // One prepared matmul: cuBLASLt's A is our B, its B is our A; C and D share one layout.
@@ -123,11 +123,11 @@ absl::Status CreateLayout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, i
   return absl::OkStatus();
 }
 
-absl::Status CheckAligned(CUdeviceptr pointer, const char* name) {
-  if (pointer % kMinAlignmentBytes != 0) {
+absl::Status CheckAligned(CUdeviceptr pointer, const char* name, uint32_t alignment = kMinAlignmentBytes) {
+  if (pointer % alignment != 0) {
     return absl::InvalidArgumentError(absl::StrCat("matmul pointer ", name, " = 0x",
                                                    absl::Hex(pointer), " is not ",
-                                                   kMinAlignmentBytes, "-byte aligned"));
+                                                   alignment, "-byte aligned"));
   }
   return absl::OkStatus();
 }
@@ -163,6 +163,9 @@ absl::Status MatmulSpec::Validate() const {
   if (n <= 0) return invalid("n must be positive, got ", n);
   if (k <= 0) return invalid("k must be positive, got ", k);
   if (batch < 1) return invalid("batch must be at least 1, got ", batch);
+  if (alignment < ByteSize(dtype) || alignment > 16 || (alignment & (alignment - 1)) != 0) {
+    return invalid("alignment ", alignment, " is not a power of two between the element size and 16");
+  }
   if (batch > std::numeric_limits<int32_t>::max()) {
     return invalid("batch ", batch, " exceeds cuBLASLt's int32 batch count");
   }
@@ -255,16 +258,16 @@ class MatmulRunner::Impl {
       return invalid(spec.has_residual ? "the spec has a residual but its pointer is null"
                                        : "a residual pointer was given but the spec has none");
     }
-    KILN_RETURN_IF_ERROR(CheckAligned(p.a, "a"));
-    KILN_RETURN_IF_ERROR(CheckAligned(p.b, "b"));
-    KILN_RETURN_IF_ERROR(CheckAligned(p.d, "d"));
+    KILN_RETURN_IF_ERROR(CheckAligned(p.a, "a", spec.alignment));
+    KILN_RETURN_IF_ERROR(CheckAligned(p.b, "b", spec.alignment));
+    KILN_RETURN_IF_ERROR(CheckAligned(p.d, "d", spec.alignment));
     if (spec.has_bias) {
       KILN_RETURN_IF_ERROR(CheckAligned(p.bias, "bias"));
       const void* bias = reinterpret_cast<const void*>(p.bias);
       KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
           plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
     }
-    if (spec.has_residual) KILN_RETURN_IF_ERROR(CheckAligned(p.residual, "residual"));
+    if (spec.has_residual) KILN_RETURN_IF_ERROR(CheckAligned(p.residual, "residual", spec.alignment));
     const float alpha = 1.0f;
     const float beta = spec.has_residual ? 1.0f : 0.0f;
     // C is the residual (beta 1) or, unread with beta 0, D itself.
@@ -332,7 +335,7 @@ class MatmulRunner::Impl {
     for (cublasLtMatmulPreferenceAttributes_t attribute :
          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
-      uint32_t alignment = kMinAlignmentBytes;
+      uint32_t alignment = static_cast<uint32_t>(plan.spec.alignment);
       KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
           preference, attribute, &alignment, sizeof(alignment)));
     }
@@ -356,7 +359,7 @@ class MatmulRunner::Impl {
     return absl::NotFoundError(
         absl::StrCat("cuBLASLt has no algorithm for it (cublasLtMatmulAlgoGetHeuristic: ",
                      cublasLtGetStatusName(status), ", ", count, " candidates, workspace limit ",
-                     workspace_bytes_, " bytes, ", kMinAlignmentBytes, "-byte alignment)"));
+                     workspace_bytes_, " bytes, ", plan.spec.alignment, "-byte alignment)"));
   }
 
   const CudaDriver* cu_;

@@ -36,6 +36,11 @@ struct MatmulSpec {
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;  // elements between batches (0: broadcast)
   bool has_bias = false;
   bool has_residual = false;  // residual uses stride_d
+  // The alignment, in bytes, that A, B, D and the residual are promised (a power of two, at
+  // most 16): 16 for buffers kiln allocates; less when a call starts inside a buffer at an
+  // offset that is not a multiple of 16 bytes (one call per broadcast batch). The bias is
+  // always 16-byte aligned.
+  int alignment = 16;
 
   // "bf16 [8 x 1024x4096 @ 4096x4096^T] +bias +residual", for dumps and errors.
   std::string ToString() const;

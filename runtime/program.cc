@@ -25,6 +25,9 @@ absl::Status Bad(const std::string& what) {
   return absl::DataLossError(absl::StrCat("invalid program: ", what));
 }
 
+// [offset, offset + bytes) inside [0, limit), without overflow.
+bool Fits(int64_t offset, int64_t bytes, int64_t limit) { return bytes <= limit && offset <= limit - bytes; }
+
 }  // namespace
 
 absl::Status Program::Validate() const {
@@ -33,6 +36,13 @@ absl::Status Program::Validate() const {
   for (int i = 0; i < n; ++i) {
     const Buffer& b = buffers[i];
     if (b.bytes < 0 || b.offset < 0) return Bad(absl::StrCat("buffer ", b.name, " has a negative size or offset"));
+    if (b.kind != BufferKind::kPersistent) {  // scratch is raw bytes; everything else is its tensor
+      absl::StatusOr<int64_t> elements = CheckedNumElements(b.shape);
+      if (!elements.ok() || *elements * ByteSize(b.dtype) != b.bytes) {
+        return Bad(absl::StrCat("buffer ", b.name, " has ", b.bytes, " bytes for ", DTypeName(b.dtype),
+                                ShapeToString(b.shape)));
+      }
+    }
     switch (b.kind) {
       case BufferKind::kInput:
         if (b.index < 0 || b.index >= static_cast<int>(inputs.size()) || inputs[b.index] != i) {
@@ -45,15 +55,15 @@ absl::Status Program::Validate() const {
         }
         break;
       case BufferKind::kConstant:
-        if (b.offset + b.bytes > static_cast<int64_t>(constants.size())) {
+        if (!Fits(b.offset, b.bytes, static_cast<int64_t>(constants.size()))) {
           return Bad(absl::StrCat("constant ", b.name, " lies outside the constant block"));
         }
         break;
       case BufferKind::kArena:
-        if (b.offset + b.bytes > arena_bytes) return Bad(absl::StrCat("buffer ", b.name, " lies outside the arena"));
+        if (!Fits(b.offset, b.bytes, arena_bytes)) return Bad(absl::StrCat("buffer ", b.name, " lies outside the arena"));
         break;
       case BufferKind::kPersistent:
-        if (b.offset + b.bytes > persistent_bytes) {
+        if (!Fits(b.offset, b.bytes, persistent_bytes)) {
           return Bad(absl::StrCat("buffer ", b.name, " lies outside the persistent block"));
         }
         break;
@@ -71,11 +81,17 @@ absl::Status Program::Validate() const {
     }
   }
   if (inputs.size() != 0 || outputs.size() != 0) {
-    for (int id : inputs) {
-      if (!in_range(id) || buffers[id].kind != BufferKind::kInput) return Bad("an input id is not an input buffer");
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      int id = inputs[j];
+      if (!in_range(id) || buffers[id].kind != BufferKind::kInput || buffers[id].index != static_cast<int>(j)) {
+        return Bad(absl::StrCat("input #", j, " is not an input buffer of that index"));
+      }
     }
-    for (int id : outputs) {
-      if (!in_range(id) || buffers[id].kind != BufferKind::kOutput) return Bad("an output id is not an output buffer");
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      int id = outputs[j];
+      if (!in_range(id) || buffers[id].kind != BufferKind::kOutput || buffers[id].index != static_cast<int>(j)) {
+        return Bad(absl::StrCat("output #", j, " is not an output buffer of that index"));
+      }
     }
   }
   if (output_names.size() != outputs.size()) return Bad("output names and outputs differ in number");
@@ -89,11 +105,33 @@ absl::Status Program::Validate() const {
       if (k.module < 0 || k.module >= static_cast<int>(modules.size())) {
         return Bad(absl::StrCat("step ", s, " names module ", k.module));
       }
-      if (k.grid < 1 || k.block < 1 || k.block > 1024) return Bad(absl::StrCat("step ", s, " has a bad launch shape"));
+      if (k.grid < 1 || k.grid > 2147483647 || k.block < 1 || k.block > 1024 || k.dynamic_smem_bytes < 0 ||
+          k.dynamic_smem_bytes > (256 << 10) || k.count < 0) {
+        return Bad(absl::StrCat("step ", s, " has a bad launch shape"));
+      }
     } else if (step.kind == Step::Kind::kMatmul) {
-      absl::Status valid = step.matmul.spec.Validate();
+      const MatmulStep& m = step.matmul;
+      absl::Status valid = m.spec.Validate();
       if (!valid.ok()) return Bad(absl::StrCat("step ", s, ": ", valid.message()));
-      if (step.matmul.calls.empty()) return Bad(absl::StrCat("step ", s, " makes no cuBLASLt call"));
+      if (m.calls.empty()) return Bad(absl::StrCat("step ", s, " makes no cuBLASLt call"));
+      if (m.spec.has_bias != (m.bias >= 0) || m.spec.has_residual != (m.residual >= 0)) {
+        return Bad(absl::StrCat("step ", s, ": bias/residual buffers and the spec disagree"));
+      }
+      // Every call's matrices lie inside their buffers (elements; 128-bit to rule out overflow).
+      auto inside = [&](int id, int64_t offset, int64_t stride, int64_t rows, int64_t cols) {
+        const Buffer& b = buffers[id];
+        __int128 last = static_cast<__int128>(offset) + static_cast<__int128>(m.spec.batch - 1) * stride +
+                        static_cast<__int128>(rows) * cols;
+        return b.dtype == m.spec.dtype && offset >= 0 && last * ByteSize(b.dtype) <= b.bytes;
+      };
+      for (const MatmulStep::Call& c : m.calls) {
+        if (!inside(m.a, c.a, m.spec.stride_a, m.spec.m, m.spec.k) || !inside(m.b, c.b, m.spec.stride_b, m.spec.k, m.spec.n) ||
+            !inside(m.d, c.d, m.spec.stride_d, m.spec.m, m.spec.n) ||
+            (m.residual >= 0 && !inside(m.residual, c.d, m.spec.stride_d, m.spec.m, m.spec.n)) ||
+            (m.bias >= 0 && !inside(m.bias, 0, 0, 1, m.spec.n))) {
+          return Bad(absl::StrCat("step ", s, ": a cuBLASLt call reaches outside its buffers"));
+        }
+      }
     } else if (buffers[step.copy.src].bytes != buffers[step.copy.dst].bytes) {
       return Bad(absl::StrCat("step ", s, " copies between buffers of different sizes"));
     }
@@ -101,7 +139,7 @@ absl::Status Program::Validate() const {
   return absl::OkStatus();
 }
 
-int64_t Program::CompulsoryBytes() const {
+int64_t Program::CompulsoryBytes() const {  // after Validate: sums of in-range sizes
   int64_t total = 0;
   for (int id : inputs) total += buffers[id].bytes;
   for (int id : outputs) total += buffers[id].bytes;

@@ -24,6 +24,18 @@ const Node* FindMatmul(const Region& r) {
   return nullptr;
 }
 
+}  // namespace
+
+bool IsRowBias(const Shape& bias, const Shape& out) {
+  if (bias.empty() || out.empty() || bias.size() > out.size() || bias.back() != out.back()) return false;
+  for (size_t d = 0; d + 1 < bias.size(); ++d) {
+    if (bias[d] != 1) return false;
+  }
+  return true;
+}
+
+namespace {
+
 // A matmul region may carry, after its matmul, at most one bias add (operand broadcast over
 // rows, shape [N]) and one residual add (same shape): cuBLASLt's EPILOGUE_BIAS and C with
 // beta = 1. Nothing else.
@@ -44,7 +56,7 @@ FusionDecision MatmulEpilogue(const Region& merged) {
     }
     if (other->shape() == n->shape()) {
       ++residual;
-    } else if (other->shape().size() >= 1 && NumElements(other->shape()) == n->shape().back()) {
+    } else if (IsRowBias(other->shape(), n->shape())) {
       ++bias;
     } else {
       return FusionDecision::Forbid("matmul-epilogue",
@@ -54,6 +66,12 @@ FusionDecision MatmulEpilogue(const Region& merged) {
   }
   if (bias > 1 || residual > 1) {
     return FusionDecision::Forbid("matmul-epilogue", "cuBLASLt takes one bias vector and one C matrix");
+  }
+  if (merged.outputs.size() != 1) {
+    return FusionDecision::Forbid("matmul-epilogue",
+                                  absl::StrCat("cuBLASLt writes one tensor; the merged region would write ",
+                                               merged.outputs.size(), " (", merged.outputs[0]->name(), ", ",
+                                               merged.outputs[1]->name(), ", ...: read elsewhere or graph outputs)"));
   }
   return FusionDecision::Allow("matmul-epilogue", "bias/residual add as a cuBLASLt epilogue");
 }
@@ -102,7 +120,7 @@ FusionDecision CanMerge(const Region& p, const Region& c, const Region& merged) 
   }
   if (c.kind == RegionKind::kMatmul) {
     if (p.nodes.size() == 1 && SwapsLastTwoAxes(p.nodes[0]) && p.outputs.size() == 1 &&
-        p.outputs[0]->users().size() == 1) {
+        p.outputs[0]->users().size() == 1 && merged.outputs.size() == 1) {
       return FusionDecision::Allow("matmul-transpose", "transpose folded into cuBLASLt's operand op");
     }
     return FusionDecision::Forbid(

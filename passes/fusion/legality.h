@@ -11,6 +11,10 @@
 
 namespace kiln {
 
+// A bias cuBLASLt's EPILOGUE_BIAS can add to a matmul output `out`: [N], or [1, .., 1, N],
+// with N the output's last extent (broadcast over every row). A column vector [M, 1] is not one.
+bool IsRowBias(const Shape& bias, const Shape& out);
+
 FusionDecision CanMerge(const Region& p, const Region& c, const Region& merged);
 
 }  // namespace kiln

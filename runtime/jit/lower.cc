@@ -14,6 +14,7 @@
 #include "ir/base/hash.h"
 #include "ir/base/status.h"
 #include "ir/subgraph.h"
+#include "passes/fusion/legality.h"
 #include "passes/pass_pipeline.h"
 #include "runtime/buffer_plan.h"
 
@@ -240,6 +241,12 @@ class Lowerer {
     spec.n = out[rank - 1];
     const Shape& as = a->shape();
     spec.k = spec.trans_a ? as[as.size() - 2] : as[as.size() - 1];
+    if (mm->num_elements() == 0) return absl::OkStatus();  // nothing to write
+    if (spec.k == 0) {
+      return absl::UnimplementedError(absl::StrCat("matmul ", mm->name(), ": a product over an empty K (",
+                                                   ShapeToString(a->shape()), " @ ", ShapeToString(b->shape()),
+                                                   ") is not supported"));
+    }
     // Epilogue: the adds after the matmul, in order.
     const Node* cur = mm;
     while (cur != r.outputs[0]) {
@@ -253,6 +260,8 @@ class Lowerer {
         m.residual = BufferOf(other, prefix);
         spec.has_residual = true;
       } else {
+        KILN_CHECK(IsRowBias(other->shape(), next->shape()))
+            << "matmul region " << region_id << ": " << other->name() << " is neither a residual nor a row bias";
         m.bias = BufferOf(other, prefix);
         spec.has_bias = true;
       }
@@ -299,8 +308,16 @@ class Lowerer {
       spec.stride_b = sb;
       spec.stride_d = spec.m * spec.n;
     } else {
+      // One call per batch; a call starting inside a buffer may lose 16-byte alignment.
       m.calls.clear();
-      for (int64_t i = 0; i < batches; ++i) m.calls.push_back({ao[i], bo[i], i * spec.m * spec.n});
+      int64_t common = 16;
+      for (int64_t i = 0; i < batches; ++i) {
+        m.calls.push_back({ao[i], bo[i], i * spec.m * spec.n});
+        for (int64_t offset : {ao[i], bo[i], i * spec.m * spec.n}) {
+          while (offset * ByteSize(spec.dtype) % common != 0) common /= 2;
+        }
+      }
+      spec.alignment = static_cast<int>(common);
     }
     m.a = BufferOf(a, prefix);
     m.b = BufferOf(b, prefix);
@@ -327,8 +344,9 @@ class Lowerer {
     }
     for (const Node* n : sub->PostOrder()) {
       const Node* original = g.FindNode(n->name());
-      if (n->op() == OpKind::kConstant && original != nullptr && original->op() == OpKind::kConstant) {
-        buffers_[n] = BufferOf(original, "");
+      if (n->op() == OpKind::kConstant && original != nullptr && original->op() == OpKind::kConstant &&
+          original->value()->BitwiseEqual(*n->value())) {
+        buffers_[n] = BufferOf(original, "");  // the subgraph's copy of a constant: share its bytes
       }
     }
     for (size_t i = 0; i < sub->outputs().size(); ++i) {
