@@ -14,6 +14,9 @@
 // Row-shaped inputs are cached in registers when KernelParams::chunk == 0 and they fit
 // kRowCacheFloatsPerThread; otherwise every pass streams the row from global memory, and a
 // reduce_max followed by reduce_sum(exp(x - max)) is done in one pass (online MaxSum).
+// A one-hot sum, reduce_sum(where(eq(iota over the row, s), f, 0)) with s per row (the target
+// pick of cross-entropy), is not accumulated over the row at all: it equals f at column s
+// (0 when s lies outside [0, N)), read once per row after the pass of its level.
 // Regions this scheme cannot place (partially broadcast operands, integer reductions) return
 // Unimplemented and EmitKernel falls back to the elementwise emitter.
 #include <algorithm>
@@ -54,12 +57,15 @@ class RowEmitter {
   absl::StatusOr<Form> ViewOf(const Node* user, Form user_form, const Node* operand) const;
   absl::StatusOr<int> SplitPoint(const Shape& s, Form f) const;
   void FindOnlinePairs();
+  void FindPicks();
+  const Node* SkipViews(const Node* n) const;
+  absl::Status EmitPick(const Node* red);
 
   // Values. `lane` is -1 outside a column loop.
   absl::StatusOr<TypedExpr> Value(const Node* n, Form view, int lane);
   absl::StatusOr<TypedExpr> Load(const Node* n, Form view, int lane);
   std::string LinearIndex(Form f, int lane) const;
-  std::string Col(int lane) const { return absl::StrCat("(c0 + ", lane, ")"); }
+  std::string Col(int lane) const { return picking_ ? "pc" : absl::StrCat("(c0 + ", lane, ")"); }
   absl::Status HoistPerRow(int level);
   absl::Status EmitPass(int level, bool final_pass);
   std::string FunctorOf(const Node* red) const;
@@ -75,6 +81,13 @@ class RowEmitter {
   std::map<const Node*, bool> combined_; // depends on a combine
   std::map<const Node*, const Node*> pair_of_;  // sum reduction -> its max reduction (online pair)
   std::set<const Node*> pair_max_;
+  struct Pick {
+    const Node* value;  // f: the where's operand taken where the iota equals the index
+    const Node* index;  // s: per-row (or scalar) integer column
+    const Node* eq;     // the comparison that reads s
+  };
+  std::map<const Node*, Pick> picks_;  // one-hot row sum -> what it picks
+  bool picking_ = false;               // emitting f at the single column "pc"
   std::vector<const Node*> combines_;
   std::map<const Node*, std::string> in_names_, out_names_;
   std::map<const Node*, std::string> cache_;  // row-shaped input -> register array
@@ -268,6 +281,65 @@ void RowEmitter::FindOnlinePairs() {
   for (auto& [n, l] : level) level_[n] = l;
 }
 
+const Node* RowEmitter::SkipViews(const Node* n) const {
+  while (Member(n) && (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo)) n = n->operand(0);
+  return n;
+}
+
+// reduce_sum over the row of where(eq(i, s), f, 0) (or eq(s, i)), where i is an iota whose
+// value at column c is c and s an integer that does not vary along the row: exactly one
+// term can be non-zero, f at column s, so the sum is that element (0 if s is not a column).
+void RowEmitter::FindPicks() {
+  for (const Node* red : r_.nodes) {
+    if (red->op() != OpKind::kReduceSum || !IsRowReduction(red)) continue;
+    const Node* w = red->operand(0);
+    if (!Member(w) || w->op() != OpKind::kWhere || form_.at(w) != Form{true, true}) continue;
+    const Node* zero = w->operand(2);
+    if (!IsInlinedConstant(zero) || zero->value()->GetF64(0) != 0.0) continue;
+    const Node* eq = SkipViews(w->operand(0));
+    if (!Member(eq) || eq->op() != OpKind::kEq) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Node* iota = SkipViews(eq->operand(side));
+      const Node* index = eq->operand(1 - side);
+      if (!Member(iota) || iota->op() != OpKind::kIota || !form_.at(iota).col) continue;
+      const Shape& is = iota->shape();
+      int64_t axis = iota->attrs().GetInt("axis");
+      if (axis < 0) axis += static_cast<int64_t>(is.size());
+      if (axis != static_cast<int64_t>(is.size()) - 1 || is.back() != N_) continue;  // value is not c
+      if (ComputeType(index->dtype()) != CType::kInt || ComputeType(iota->dtype()) != CType::kInt) continue;
+      absl::StatusOr<Form> view = ViewOf(eq, form_.at(eq), index);
+      if (!view.ok() || view->col) continue;
+      picks_[red] = Pick{w->operand(1), index, eq};
+      notes_.push_back(absl::StrCat(red->name(), ": one-hot row sum read as one element per row"));
+      break;
+    }
+  }
+}
+
+// After the pass of its level: every thread of the group reads f at column s.
+absl::Status RowEmitter::EmitPick(const Node* red) {
+  const Pick& p = picks_.at(red);
+  KILN_ASSIGN_OR_RETURN(Form index_view, ViewOf(p.eq, form_.at(p.eq), p.index));
+  KILN_ASSIGN_OR_RETURN(TypedExpr index, Value(p.index, index_view, -1));
+  const std::string acc = w_.Fresh("acc");
+  w_.Line(absl::StrCat("float ", acc, " = 0.0f;  // ", red->name(), ": the one-hot row sum is ",
+                       p.value->name(), " at column ", p.index->name()));
+  w_.Open(absl::StrCat("if (", index.code, " >= 0LL && ", index.code, " < ", N_, "LL)"));
+  w_.Line(absl::StrCat("const int pc = static_cast<int>(", index.code, ");"));
+  picking_ = true;
+  const Node* w = red->operand(0);
+  absl::StatusOr<Form> view = ViewOf(w, form_.at(w), p.value);
+  absl::StatusOr<TypedExpr> value = view.ok() ? Value(p.value, *view, 0) : view.status();
+  picking_ = false;
+  KILN_RETURN_IF_ERROR(value.status());
+  w_.Line(absl::StrCat(acc, " = ", Coerce(*value, CType::kFloat).code, ";"));
+  w_.Close();
+  std::string var = w_.Fresh("v");
+  w_.Line(absl::StrCat("const float ", var, " = ", acc, ";  // ", red->name()));
+  w_.Remember(absl::StrCat(red->name(), "@row"), var);
+  return absl::OkStatus();
+}
+
 std::string RowEmitter::LinearIndex(Form f, int lane) const {
   return SumTerms({f.row ? Scale("r", f.col ? N_ : 1) : "", f.col && lane >= 0 ? Col(lane) : ""});
 }
@@ -293,6 +365,15 @@ absl::StatusOr<TypedExpr> RowEmitter::Load(const Node* n, Form view, int lane) {
     return TypedExpr{var, t};
   }
   if (lane < 0) return absl::InternalError(absl::StrCat(n->name(), " read outside a column loop"));
+  if (picking_) {  // one element, at column pc (not from the register cache: it may not hold pc)
+    const std::string key = absl::StrCat("pload:", n->name(), view.row ? ":r" : ":0");
+    if (const std::string* v = w_.Lookup(key)) return TypedExpr{*v, t};
+    std::string var = w_.Fresh("p");
+    w_.Line(absl::StrCat("const ", CTypeName(t), " ", var, " = kiln::ToCompute(", arg, "[", LinearIndex(view, 0),
+                         "]);  // ", n->name(), " at column pc"));
+    w_.Remember(key, var);
+    return TypedExpr{var, t};
+  }
   if (view.row && cached_ && cache_.count(n)) {
     const std::string& arr = cache_.at(n);
     if (!cache_loaded_.count(n)) {
@@ -326,7 +407,8 @@ absl::StatusOr<TypedExpr> RowEmitter::Value(const Node* n, Form view, int lane) 
   if (IsInlinedConstant(n)) return ConstantLiteral(*n);
   if (!Member(n)) return Load(n, view, lane);
   const Form f = form_.at(n);
-  const std::string key = absl::StrCat(n->name(), "@", f.col ? absl::StrCat("lane", lane) : "row");
+  const std::string key =
+      absl::StrCat(n->name(), "@", f.col ? (picking_ ? "pc" : absl::StrCat("lane", lane)) : "row");
   if (const std::string* v = w_.Lookup(key)) return TypedExpr{*v, ComputeType(n->dtype())};
   if (IsReduction(n)) {
     return absl::InternalError(absl::StrCat("reduction ", n->name(), " used before its pass"));
@@ -344,7 +426,7 @@ absl::StatusOr<TypedExpr> RowEmitter::Value(const Node* n, Form view, int lane) 
       operands.push_back(oe);
     }
     uses_philox_ |= n->category() == OpCategory::kRandom;
-    if (n->category() == OpCategory::kRandom && f.col && lane >= 0 && V_ % 4 == 0) {
+    if (n->category() == OpCategory::kRandom && f.col && lane >= 0 && V_ % 4 == 0 && !picking_) {
       // Lanes 4q..4q+3 are elements 4g..4g+3 (r * N and c0 are multiples of V, V of 4): one
       // Philox call serves them (docs/dropout.md).
       const std::string wkey = absl::StrCat(n->name(), "@words", lane / 4);
@@ -381,8 +463,10 @@ absl::Status RowEmitter::HoistPerRow(int level) {
 
 absl::Status RowEmitter::EmitPass(int level, bool final_pass) {
   std::vector<const Node*> reds;
+  std::vector<const Node*> picks;
   for (const Node* n : r_.nodes) {
-    if (IsRowReduction(n) && level_.at(n) == level) reds.push_back(n);
+    if (!IsRowReduction(n) || level_.at(n) != level) continue;
+    (picks_.count(n) ? picks : reds).push_back(n);
   }
   std::vector<const Node*> outs;
   if (final_pass) {
@@ -391,6 +475,9 @@ absl::Status RowEmitter::EmitPass(int level, bool final_pass) {
     }
     if (outs.empty()) return absl::OkStatus();
     w_.Line("// final pass: the row-shaped outputs");
+  } else if (reds.empty()) {  // only one-hot sums at this level: no pass over the row
+    for (const Node* n : picks) KILN_RETURN_IF_ERROR(EmitPick(n));
+    return absl::OkStatus();
   } else {
     std::string names;
     for (const Node* n : reds) absl::StrAppend(&names, names.empty() ? "" : ", ", n->name());
@@ -475,6 +562,7 @@ absl::Status RowEmitter::EmitPass(int level, bool final_pass) {
     w_.Line(absl::StrCat("const float ", var, " = ", value, ";  // ", n->name()));
     w_.Remember(absl::StrCat(n->name(), "@row"), var);
   }
+  for (const Node* n : picks) KILN_RETURN_IF_ERROR(EmitPick(n));
   return absl::OkStatus();
 }
 
@@ -498,6 +586,7 @@ absl::StatusOr<KernelSource> RowEmitter::Emit() {
   if (p_.chunk == 0 && !cached_) {
     notes_.push_back(absl::StrCat("row does not fit the register cache (", cache_floats, " floats per thread): streamed"));
   }
+  FindPicks();
   if (!cached_) {
     FindOnlinePairs();
     const int64_t step = static_cast<int64_t>(G_) * V_;

@@ -23,7 +23,7 @@
 #include "pointwise.cuh"
 #include "row_reduce.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) kiln_row_64d6f64efa8c813b(
+extern "C" __global__ void __launch_bounds__(256) kiln_row_4d1b68e9a455d4f8(
     const __nv_bfloat16* __restrict__ in0,
     const long long* __restrict__ in1,
     __nv_bfloat16* __restrict__ out0,
@@ -41,78 +41,50 @@ extern "C" __global__ void __launch_bounds__(256) kiln_row_64d6f64efa8c813b(
       const long long v0 = s0;  // loss.reshape.1
       const bool v1 = (s0 != -100LL);  // loss.ne
       const float v2 = kiln::RoundToBF16(((v1) ? 1.0f : 0.0f));  // loss.cast
-      // pass 1: loss.reduce_max, loss.reduce_sum, loss.reduce_sum.1
+      // pass 1: loss.reduce_max, loss.reduce_sum
       kiln::MaxSum acc0 = kiln::MaxSumIdentity();  // loss.reduce_max and its sum(exp(x - max))
-      float acc1 = kiln::Sum::Identity();  // loss.reduce_sum.1
       #pragma unroll 2
       for (int c0 = t * 8; c0 < 1000; c0 += kThreadsPerRow * 8) {
         float m0[8];
         float x0[8];  // logits
         kiln::LoadVec<__nv_bfloat16, 8>(in0 + r * 1000LL + c0, x0);
         m0[0] = x0[0];
-        const long long v3 = (static_cast<long long>((c0 + 0)));  // loss.iota
-        const bool v4 = (v3 == v0);  // loss.eq
-        const float v5 = (v4 ? x0[0] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v5);
         m0[1] = x0[1];
-        const long long v6 = (static_cast<long long>((c0 + 1)));  // loss.iota
-        const bool v7 = (v6 == v0);  // loss.eq
-        const float v8 = (v7 ? x0[1] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v8);
         m0[2] = x0[2];
-        const long long v9 = (static_cast<long long>((c0 + 2)));  // loss.iota
-        const bool v10 = (v9 == v0);  // loss.eq
-        const float v11 = (v10 ? x0[2] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v11);
         m0[3] = x0[3];
-        const long long v12 = (static_cast<long long>((c0 + 3)));  // loss.iota
-        const bool v13 = (v12 == v0);  // loss.eq
-        const float v14 = (v13 ? x0[3] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v14);
         m0[4] = x0[4];
-        const long long v15 = (static_cast<long long>((c0 + 4)));  // loss.iota
-        const bool v16 = (v15 == v0);  // loss.eq
-        const float v17 = (v16 ? x0[4] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v17);
         m0[5] = x0[5];
-        const long long v18 = (static_cast<long long>((c0 + 5)));  // loss.iota
-        const bool v19 = (v18 == v0);  // loss.eq
-        const float v20 = (v19 ? x0[5] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v20);
         m0[6] = x0[6];
-        const long long v21 = (static_cast<long long>((c0 + 6)));  // loss.iota
-        const bool v22 = (v21 == v0);  // loss.eq
-        const float v23 = (v22 ? x0[6] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v23);
         m0[7] = x0[7];
-        const long long v24 = (static_cast<long long>((c0 + 7)));  // loss.iota
-        const bool v25 = (v24 == v0);  // loss.eq
-        const float v26 = (v25 ? x0[7] : 0.0f);  // loss.where
-        acc1 = kiln::Sum::Apply(acc1, v26);
         acc0 = kiln::MaxSumAddVec<8>(acc0, m0);
       }
       acc0 = kiln::MaxSumFinish(kiln::GroupReduceMaxSum<kThreadsPerRow, kBlock>(acc0, smem));
-      acc1 = kiln::GroupReduce<kiln::Sum, kThreadsPerRow, kBlock>(acc1, smem);
-      const float v27 = acc1;  // loss.reduce_sum.1
-      const float v28 = acc0.m;  // loss.reshape
-      const float v29 = logf(acc0.s);  // loss.log
-      const float v30 = (v29 + v28);  // loss.add
-      const float v31 = (v30 - v27);  // loss.sub.1
-      const float v32 = (v1 ? v31 : 0.0f);  // loss.where.1
+      float acc1 = 0.0f;  // loss.reduce_sum.1: the one-hot row sum is logits at column loss.reshape.1
+      if (v0 >= 0LL && v0 < 1000LL) {
+        const int pc = static_cast<int>(v0);
+        const float p0 = kiln::ToCompute(in0[(r * 1000LL + pc)]);  // logits at column pc
+        acc1 = p0;
+      }
+      const float v3 = acc1;  // loss.reduce_sum.1
+      const float v4 = acc0.m;  // loss.reshape
+      const float v5 = logf(acc0.s);  // loss.log
+      const float v6 = (v5 + v4);  // loss.add
+      const float v7 = (v6 - v3);  // loss.sub.1
+      const float v8 = (v1 ? v7 : 0.0f);  // loss.where.1
       if (t == 0) {
-        kiln::CombinePartials(scratch)[r * 2LL + 0] = v32;  // loss.reduce_sum.2 partial
+        kiln::CombinePartials(scratch)[r * 2LL + 0] = v8;  // loss.reduce_sum.2 partial
         kiln::CombinePartials(scratch)[r * 2LL + 1] = v2;  // loss.reduce_sum.3 partial
       }
     }
     // combine: the last block folds the per-row partials in a fixed order (deterministic)
     if (kiln::LastBlockDone(scratch)) {
-      const float v33_sum = kiln::CombineRows<kiln::Sum, kBlock>(kiln::CombinePartials(scratch), rows, 0, 2, smem);
-      const float v33 = v33_sum;  // loss.reduce_sum.2
-      const float v34_sum = kiln::CombineRows<kiln::Sum, kBlock>(kiln::CombinePartials(scratch), rows, 1, 2, smem);
-      const float v34 = v34_sum;  // loss.reduce_sum.3
+      const float v9_sum = kiln::CombineRows<kiln::Sum, kBlock>(kiln::CombinePartials(scratch), rows, 0, 2, smem);
+      const float v9 = v9_sum;  // loss.reduce_sum.2
+      const float v10_sum = kiln::CombineRows<kiln::Sum, kBlock>(kiln::CombinePartials(scratch), rows, 1, 2, smem);
+      const float v10 = v10_sum;  // loss.reduce_sum.3
       if (threadIdx.x == 0) {
-        const float v35 = (v33 / v34);  // loss
-        out0[0] = kiln::FromCompute<__nv_bfloat16>(v35);  // loss
+        const float v11 = (v9 / v10);  // loss
+        out0[0] = kiln::FromCompute<__nv_bfloat16>(v11);  // loss
       }
       kiln::ResetCombineCounter(scratch);
     }
