@@ -9,6 +9,8 @@
 #include "frontends/onnx/onnx_import.h"
 #include "ir/base/status.h"
 #include "ir/printer.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executable.h"
 
 namespace kiln {
 namespace {
@@ -68,8 +70,33 @@ absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOpti
   Compiled compiled;
   KILN_ASSIGN_OR_RETURN(compiled.analysis, Analyze(std::move(graph), options.analyze));
   LowerOptions lower;
-  lower.arch = options.arch.empty() ? "sm_90a" : options.arch;
+  lower.arch = options.arch;
+  if (lower.arch.empty()) {
+    if (HaveGpu()) {
+      KILN_RETURN_IF_ERROR(EnsureContext().status());
+      KILN_ASSIGN_OR_RETURN(lower.arch, CurrentDeviceArch());
+    } else {
+      lower.arch = "sm_90a";
+    }
+  }
   KILN_ASSIGN_OR_RETURN(lower.device, NamedDeviceSpec(options.analyze.device));
+  if (options.tune) {
+    KILN_RETURN_IF_ERROR(EnsureContext().status());
+    KILN_ASSIGN_OR_RETURN(std::string gpu_arch, CurrentDeviceArch());
+    if (gpu_arch != lower.arch) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot tune for ", lower.arch, " on this GPU (", gpu_arch,
+                                                        "): tuning times the kernels on the GPU they are built for"));
+    }
+    TuneOptions tune;
+    tune.arch = lower.arch;
+    tune.device = lower.device;
+    tune.cache = options.cache;
+    tune.compile_threads = options.compile_threads;
+    tune.reps = options.tune_reps;
+    tune.reuse = !options.tune_afresh;
+    KILN_ASSIGN_OR_RETURN(compiled.tuning, TunePlan(*compiled.analysis.graph, compiled.analysis.plan, tune));
+    lower.params = compiled.tuning.params;
+  }
   lower.cache = options.cache;
   lower.compile_threads = options.compile_threads;
   lower.share_arena = options.share_arena;

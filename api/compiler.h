@@ -16,6 +16,7 @@
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/priority_fusion.h"
 #include "passes/pass_pipeline.h"
+#include "runtime/jit/autotune.h"
 #include "runtime/jit/kernel_cache.h"
 #include "runtime/jit/lower.h"
 
@@ -55,15 +56,23 @@ struct CompileOptions {
   KernelCache* cache = nullptr; // nullptr: KernelCache::Default() (memory + disk)
   int compile_threads = 0;      // 0: hardware concurrency
   bool share_arena = true;      // false: every intermediate keeps its own bytes (debugging)
+  // Time every kernel's KernelParams candidates on this GPU and compile the fastest
+  // (runtime/jit/autotune.h; choices remembered in the cache directory). Needs a GPU whose
+  // arch is `arch` (or `arch` empty); false: codegen's heuristic DefaultParams.
+  bool tune = false;
+  int tune_reps = 15;
+  bool tune_afresh = false;  // time every kernel even when a choice is remembered (`kiln tune`)
 };
 
 struct Compiled {
   Analysis analysis;
+  TuneResult tuning;    // empty unless options.tune
   LowerResult lowered;  // lowered.program is what runs (and what an artifact holds)
 };
 
-// Analyze, then lower every region to kernels / cuBLASLt calls and compile the kernels with
-// NVRTC (runtime/jit/lower.h). Needs no GPU when `arch` is given.
+// Analyze, then (with options.tune) autotune, then lower every region to kernels / cuBLASLt
+// calls and compile the kernels with NVRTC (runtime/jit/lower.h). Needs no GPU when `arch` is
+// given and `tune` is false.
 absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOptions& options);
 
 }  // namespace kiln

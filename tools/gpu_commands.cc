@@ -22,7 +22,7 @@
 namespace kiln {
 namespace {
 
-constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH -o FILE.kiln [--arch sm_90a] [--device h100] [--shape NAME=DIMS] [--no-cache]
+constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH -o FILE.kiln [--arch sm_90a] [--device h100] [--shape NAME=DIMS] [--no-cache] [--tune | --no-tune]
 
 Compiles GRAPH (.json or .onnx) ahead of time: the pass pipeline, priority fusion, code
 generation and NVRTC, into one artifact that `kiln run FILE.kiln` and the C++ runtime load
@@ -37,6 +37,9 @@ flags:
   --shape BINDINGS    ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
   --no-cache          compile every kernel with NVRTC (neither the memory nor the disk cache),
                       to time cold compiles
+  --tune, --no-tune   time every kernel's launch-parameter candidates on this GPU and keep the
+                      fastest (the default when there is a GPU of the target arch; choices are
+                      remembered in the cache directory); --no-tune: the heuristic defaults
 )";
 
 constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH|FILE.kiln [--reps N] [--json FILE] [--arch ARCH] [--device NAME]
@@ -50,19 +53,45 @@ outputs) over that bandwidth, or FLOPs over that rate if larger, and time / floo
 flags:
   --reps N       timed repetitions (default 50)
   --json FILE    also write the figures as JSON (bench/results/ keeps these)
+  --no-tune      (GRAPH) compile with the heuristic launch parameters instead of autotuning
 )";
 
-// --device, --arch (default: this GPU's, or sm_90a without one) and the KILN_DUMP switches.
+constexpr char kTuneUsage[] = R"(usage: kiln tune GRAPH [--reps N] [--device NAME] [--shape NAME=DIMS]
+
+Autotunes GRAPH's kernels on this GPU: for every generated kernel, codegen's launch-parameter
+candidates (block size, a warp or a block per row, the row cached in registers or streamed)
+are compiled, checked against the default's outputs, and timed (median of N launches after
+warm-up, random inputs); the fastest is kept when it beats the default by more than 3%.
+Prints each kernel's candidates and times. The choices are remembered in the cache directory
+($KILN_CACHE_DIR), so `kiln compile`, `run` and `bench` on this GPU use them without timing
+again; `kiln tune` itself always times afresh.
+
+flags:
+  --reps N       timed launches per candidate (default 15)
+)";
+
+// --device, --arch (default: this GPU's, or sm_90a without one), --tune / --no-tune (default:
+// tune when there is a GPU of the target arch) and the KILN_DUMP switches.
 absl::StatusOr<CompileOptions> CompileOptionsFromFlags(const ParsedArgs& args) {
   CompileOptions options;
   KILN_ASSIGN_OR_RETURN(options.analyze.debug, DebugOptionsFromEnv());
   if (args.values.count("device")) options.analyze.device = args.values.at("device");
-  if (args.values.count("arch")) {
-    options.arch = args.values.at("arch");
-  } else if (HaveGpu()) {
-    KILN_ASSIGN_OR_RETURN(options.arch, CurrentDeviceArch());
+  std::string gpu_arch;
+  if (HaveGpu()) {
+    KILN_ASSIGN_OR_RETURN(gpu_arch, CurrentDeviceArch());
   }
+  options.arch = args.values.count("arch") ? args.values.at("arch") : gpu_arch;
+  if (args.Has("tune") && args.Has("no-tune")) return absl::InvalidArgumentError("--tune and --no-tune together");
+  if (args.Has("tune") && gpu_arch.empty()) return absl::InvalidArgumentError("--tune needs a GPU");
+  options.tune = args.Has("tune") || (!args.Has("no-tune") && !gpu_arch.empty() && options.arch == gpu_arch);
   return options;
+}
+
+// "  tuned region 3: block=128 ... 101.2 us (default) | block=256 ... 95.3 us <-" per region.
+void PrintTuning(const TuneResult& tuning) {
+  for (const TunedRegion& t : tuning.regions) {
+    std::cout << absl::StrFormat("  tuned region %-3d %s\n", t.region, t.ToString());
+  }
 }
 
 struct Target {
@@ -89,7 +118,10 @@ absl::StatusOr<Target> LoadTarget(const std::string& command, const ParsedArgs& 
     auto start = std::chrono::steady_clock::now();
     KILN_ASSIGN_OR_RETURN(Compiled compiled, Compile(std::move(loaded.graph), options));
     program = std::move(compiled.lowered.program);
-    t.what = absl::StrFormat("%s compiled for %s in %.0f ms", path, program.arch, MillisSince(start));
+    t.what = absl::StrFormat("%s compiled for %s in %.0f ms (%s)", path, program.arch, MillisSince(start),
+                             options.tune ? absl::StrCat("autotuned: ", compiled.tuning.regions.size(),
+                                                         " kernels with a choice")
+                                          : "heuristic launch parameters");
   }
   KILN_ASSIGN_OR_RETURN(t.reference, ParseGraph(program.source_graph));
   KILN_ASSIGN_OR_RETURN(t.executable, Executable::Load(std::move(program)));
@@ -110,7 +142,7 @@ int CompileCommand(const std::vector<std::string>& raw) {
     if (a == "-o") a = "--output";
   }
   auto args = ParseArgs(argv, {{"output", true}, {"arch", true}, {"device", true}, {"shape", true},
-                               {"no-cache", false}});
+                               {"no-cache", false}, {"tune", false}, {"no-tune", false}});
   if (!args.ok()) return UsageError("compile", std::string(args.status().message()));
   if (args->help) {
     std::cout << kCompileUsage;
@@ -146,6 +178,7 @@ int CompileCommand(const std::vector<std::string>& raw) {
     if (r.kernels.empty()) std::cout << absl::StrFormat("  region %-3d %-16s (library call or view)\n", r.region, r.kind);
     for (const std::string& note : r.notes) std::cout << "      note: " << note << "\n";
   }
+  PrintTuning(compiled->tuning);
   const CacheStats &a = compiled->lowered.cache_before, &b = compiled->lowered.cache_after;
   std::cout << absl::StrFormat("kernels: %d compiled by NVRTC, %d from the disk cache, %d from memory; %.0f ms wall\n",
                                b.compiles - a.compiles, b.disk_hits - a.disk_hits, b.memory_hits - a.memory_hits,
@@ -159,7 +192,7 @@ int CompileCommand(const std::vector<std::string>& raw) {
 
 int RunGpuCommand(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, {{"inputs", true}, {"random", true}, {"outputs", true}, {"check", false},
-                               {"arch", true}, {"device", true}, {"shape", true}});
+                               {"arch", true}, {"device", true}, {"shape", true}, {"tune", false}, {"no-tune", false}});
   if (!args.ok()) return UsageError("run", std::string(args.status().message()));
   int code = kExitOk;
   if (!OneGraph("run", *args, &code)) return code;
@@ -215,7 +248,8 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
 }
 
 int BenchCommand(const std::vector<std::string>& argv) {
-  auto args = ParseArgs(argv, {{"reps", true}, {"json", true}, {"arch", true}, {"device", true}, {"shape", true}});
+  auto args = ParseArgs(argv, {{"reps", true}, {"json", true}, {"arch", true}, {"device", true}, {"shape", true},
+                               {"tune", false}, {"no-tune", false}});
   if (!args.ok()) return UsageError("bench", std::string(args.status().message()));
   if (args->help) {
     std::cout << kBenchUsage;
@@ -238,6 +272,37 @@ int BenchCommand(const std::vector<std::string>& argv) {
     std::ofstream(args->values.at("json")) << report->ToJson();
     std::cout << "wrote " << args->values.at("json") << "\n";
   }
+  return kExitOk;
+}
+
+int TuneCommand(const std::vector<std::string>& argv) {
+  auto args = ParseArgs(argv, {{"reps", true}, {"device", true}, {"shape", true}});
+  if (!args.ok()) return UsageError("tune", std::string(args.status().message()));
+  if (args->help) {
+    std::cout << kTuneUsage;
+    return kExitOk;
+  }
+  int code = kExitOk;
+  if (!OneGraph("tune", *args, &code)) return code;
+  int reps = 15;
+  if (args->values.count("reps") && (!absl::SimpleAtoi(args->values.at("reps"), &reps) || reps < 1)) {
+    return UsageError("tune", "--reps needs a positive integer");
+  }
+  if (!HaveGpu()) return Error("tune", "no GPU (or no driver): tuning times kernels on the GPU", kExitFailure);
+  LoadedGraph loaded = LoadAndVerify("tune", args->positional[0], &*args);
+  if (!loaded.graph) return loaded.exit_code;
+  absl::StatusOr<CompileOptions> options = CompileOptionsFromFlags(*args);
+  if (!options.ok()) return Error("tune", std::string(options.status().message()), kExitUsage);
+  options->tune = true;
+  options->tune_reps = reps;
+  options->tune_afresh = true;
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Compiled> compiled = Compile(std::move(loaded.graph), *options);
+  if (!compiled.ok()) return Error("tune", std::string(compiled.status().message()), kExitFailure);
+  std::cout << absl::StrFormat("%s: %d kernels with more than one candidate, tuned on %s in %.0f ms\n",
+                               compiled->lowered.program.graph_name, compiled->tuning.regions.size(),
+                               compiled->lowered.program.arch, MillisSince(start));
+  PrintTuning(compiled->tuning);
   return kExitOk;
 }
 

@@ -1,5 +1,5 @@
-// kiln: the command line (DESIGN.md §1). `check` and `run --reference` work today; the
-// subcommands later issues build answer "not built yet" and name the issue, exit code 1.
+// kiln: the command line (DESIGN.md §1): check, run (--reference on the CPU interpreter, or
+// on the GPU), compile, dump, bench and tune.
 // Exit codes: 0 ok, 1 failure, 2 bad input or usage (the message goes to stderr as
 // "kiln <command>: error: ...").
 #include <algorithm>
@@ -51,7 +51,7 @@ commands:
   compile GRAPH -o F.kiln  compile ahead of time into one artifact (no GPU needed)
   dump GRAPH               show every fusion decision and the cost-model numbers behind it
   bench GRAPH|FILE.kiln    time on the GPU against the copy-bandwidth floor
-  tune GRAPH               autotune the kernels              (not built yet)
+  tune GRAPH               time every kernel's launch parameters on this GPU
 
 GRAPH is a graph file, read by its extension: .json is kiln's JSON format
 (docs/graph-format.md), .onnx an ONNX model (the importer of issue 6).
@@ -97,16 +97,7 @@ files:
              (PyTorch: t.view(torch.uint16).numpy(); back: torch.from_numpy(a).view(torch.bfloat16))
 )";
 
-constexpr char kTuneUsage[] = R"(usage: kiln tune GRAPH
 
-Will autotune the kernels' launch parameters on this GPU. Not built yet: kernels run with
-the heuristic defaults (codegen/kernel_params.h, DefaultParams).
-)";
-
-int NotBuiltYet(const std::string& command, const std::string& what) {
-  std::cerr << "kiln " << command << ": not built yet: " << what << "\n";
-  return kExitFailure;
-}
 
 std::vector<std::string> OutputNames(const Graph& graph) {
   std::vector<std::string> names;
@@ -192,17 +183,6 @@ int RunRun(const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
-// A subcommand that later issues build: --help works, everything else says so honestly.
-int RunNotBuilt(const std::string& command, const char* usage, const std::string& what,
-                const std::vector<std::string>& argv) {
-  for (const std::string& arg : argv) {
-    if (arg == "--help" || arg == "-h") {
-      std::cout << usage;
-      return kExitOk;
-    }
-  }
-  return NotBuiltYet(command, what);
-}
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -225,9 +205,7 @@ int Main(int argc, char** argv) {
   if (command == "compile") return CompileCommand(args);
   if (command == "dump") return DumpCommand(args);
   if (command == "bench") return BenchCommand(args);
-  if (command == "tune") {
-    return RunNotBuilt(command, kTuneUsage, "the autotuner is not built; kernels use DefaultParams", args);
-  }
+  if (command == "tune") return TuneCommand(args);
   std::cerr << "kiln: error: unknown command \"" << command
             << "\" (commands: check, run, compile, dump, bench, tune; see kiln --help)\n";
   return kExitUsage;

@@ -131,7 +131,9 @@ class Lowerer {
 
   absl::Status LowerKernel(const Graph& g, const Region& r, int region_id, const std::string& prefix,
                            LoweredRegion& report) {
-    KernelParams params = DefaultParams(r, options_.device);
+    // Tuned parameters name regions of the top-level plan, not of an attention fallback's.
+    auto tuned = prefix.empty() ? options_.params.find(region_id) : options_.params.end();
+    const KernelParams params = tuned != options_.params.end() ? tuned->second : DefaultParams(r, options_.device);
     absl::StatusOr<KernelSource> source = EmitKernel(r, g, params);
     if (!source.ok()) {
       return absl::Status(source.status().code(), absl::StrCat("region ", region_id, " (", r.NodeList(4),

@@ -1,8 +1,9 @@
 // LowerPlan: a FusionPlan over a graph -> a runtime Program (runtime/program.h).
 //
 //   pointwise, row_reduction, other_reduction, layout regions
-//        -> one kernel each: codegen's EmitKernel with DefaultParams for the device, compiled
-//           by NVRTC through the KernelCache, all kernels of the graph in parallel
+//        -> one kernel each: codegen's EmitKernel with the region's KernelParams (the
+//           autotuner's choice in LowerOptions::params, else DefaultParams for the device),
+//           compiled by NVRTC through the KernelCache, all kernels of the graph in parallel
 //   matmul regions -> one cuBLASLt step: a transposed operand folds into the op, a bias add
 //           into EPILOGUE_BIAS, a residual add into C with beta = 1; batch dims become a
 //           strided batch (stride 0 where an operand is broadcast) or, failing that, one call
@@ -20,10 +21,12 @@
 #ifndef KILN_RUNTIME_JIT_LOWER_H_
 #define KILN_RUNTIME_JIT_LOWER_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "codegen/kernel_params.h"
 #include "ir/base/debug_options.h"
 #include "ir/graph.h"
 #include "passes/cost/device_spec.h"
@@ -41,6 +44,7 @@ struct LowerOptions {
   std::string source_text;      // the imported graph, printed: hashed into Program::graph_hash
   bool share_arena = true;      // false: no two intermediates share bytes (debugging)
   DebugOptions debug;           // KILN_DUMP=cuda,ptx: each kernel's source / PTX
+  std::map<int, KernelParams> params;  // region id -> KernelParams (runtime/jit/autotune.h)
 };
 
 // What happened while lowering, per region, for reports and the ledger.

@@ -1,20 +1,13 @@
 // Every generated kernel against the reference interpreter, on the GPU (label gpu; skips
-// without a device). For each region of each graph: the region's own subgraph is evaluated on
-// the interpreter with random inputs; the kernel is compiled with NVRTC, launched through the
-// driver API on the same inputs with its outputs poisoned (0xFF bytes: NaN for floats), and
-// every element is compared. A second launch must give bit-identical outputs (determinism).
-// Graphs: examples/small/*.json and a shape sweep of the row kernels (N in {1, 3, 31, 32, 33,
-// 127, 1000, 1024, 4095, 4097, 8192, 32768, 128256}, rows in {1, 7, 1024}) and of pointwise
-// kernels (sizes that are not multiples of the vector width).
-//
-// The reference models what the kernel promises (DESIGN.md §5: arithmetic in f32, storage in
-// the tensor's dtype): the region's subgraph is evaluated with every 16-bit float promoted to
-// f32 inside, rounding only where the kernel stores (outputs) or casts explicitly.
-// Tolerances: ir/compare.h's KernelTolerance (about two units in the last place of the stored
-// dtype plus f32 summation order; integers and bool exactly).
-#include <cuda.h>
-
-#include <cmath>
+// without a device), through tests/codegen/region_check.h: each region's kernel is compiled
+// with NVRTC, launched with poisoned outputs and compared element by element, twice.
+// Graphs: examples/small/*.json, a shape sweep of the row kernels (N in {1, 3, 31, 32, 33,
+// 127, 1000, 1024, 4095, 4097, 8192, 32768, 128256}, rows in {1, 7, 1024}: softmax and
+// log_softmax f32, layer_norm bf16, add + rms_norm f16 with two outputs, cross-entropy bf16
+// with some targets ignored), each row kernel with every KernelParams candidate at a few
+// shapes, and pointwise kernels at sizes that are not multiples of the vector width.
+// KILN_SWEEP_MAX_ELEMENTS caps rows * N in the sweep (scripts/gpu-check lowers it under
+// compute-sanitizer, whose slowdown makes the 10^8-element rows too slow).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,197 +18,25 @@
 #include "codegen/emit_kernel.h"
 #include "codegen/kernel_params.h"
 #include "gtest/gtest.h"
-#include "ir/compare.h"
 #include "ir/interpreter.h"
-#include "ir/parser.h"
-#include "ir/promote.h"
-#include "ir/subgraph.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/nvrtc_compile.h"
+#include "tests/codegen/region_check.h"
 
 namespace kiln {
 namespace {
 
-// The checkout: $KILN_SOURCE_DIR when set (a bundle built elsewhere, scripts/gpu-check), else
-// the source folder this binary was built from.
-std::string SourceDir() {
-  const char* dir = std::getenv("KILN_SOURCE_DIR");
-  return dir != nullptr && *dir ? dir : KILN_SOURCE_DIR;
-}
-
-#define CU_OK(call)                                                              \
-  do {                                                                           \
-    CUresult r_ = (call);                                                        \
-    const char* name_ = nullptr;                                                 \
-    if (r_ != CUDA_SUCCESS) Cu()->cuGetErrorName(r_, &name_);                          \
-    ASSERT_EQ(r_, CUDA_SUCCESS) << #call << ": " << (name_ ? name_ : "?");      \
-  } while (0)
-
-// The driver, loaded at run time (runtime/cuda_driver.h); null without one.
-const CudaDriver* Cu() {
-  static const CudaDriver* driver = [] {
-    auto d = LoadCudaDriver();
-    return d.ok() ? *d : nullptr;
-  }();
-  return driver;
-}
-
-struct Gpu {
-  bool ok = false;
-  CUdevice device = 0;
-  CUcontext context = nullptr;
-  std::string arch;
-};
-
-Gpu& TheGpu() {
-  static Gpu gpu = [] {
-    Gpu g;
-    int count = 0;
-    if (Cu() == nullptr || Cu()->cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) return g;
-    Cu()->cuDeviceGet(&g.device, 0);
-    Cu()->cuDevicePrimaryCtxRetain(&g.context, g.device);
-    Cu()->cuCtxSetCurrent(g.context);
-    int major = 0, minor = 0;
-    Cu()->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g.device);
-    Cu()->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g.device);
-    g.arch = absl::StrFormat("sm_%d%d%s", major, minor, major == 9 ? "a" : "");
-    g.ok = true;
-    return g;
-  }();
-  return gpu;
-}
-
-
-struct Summary {
-  int kernels = 0;
-  int64_t elements = 0;
-};
-Summary& Totals() {
-  static Summary s;
-  return s;
-}
-
-// Runs one region's kernel and compares it with the interpreter.
-void CheckRegion(const std::string& label, const Graph& g, const Region& region, uint64_t seed) {
-  Gpu& gpu = TheGpu();
-  auto sub = ExtractSubgraph(g, region.nodes, region.inputs, region.outputs);
-  ASSERT_TRUE(sub.ok()) << sub.status();
-  std::map<std::string, Tensor> inputs = RandomInputs(**sub, seed);
-  auto promoted = PromoteTo32(**sub);
-  ASSERT_TRUE(promoted.ok()) << label << ": " << promoted.status();
-  auto expected = Interpret(**promoted, inputs);
-  ASSERT_TRUE(expected.ok()) << label << ": " << expected.status();
-
-  KernelParams params = DefaultParams(region, H100Spec());
-  auto kernel = EmitKernel(region, g, params);
-  ASSERT_TRUE(kernel.ok()) << label << ": " << kernel.status();
-  auto compiled = CompileCuda(kernel->name, kernel->source, gpu.arch);
-  ASSERT_TRUE(compiled.ok()) << label << ": " << compiled.status();
-
-  CUmodule module;
-  CUfunction function;
-  CU_OK(Cu()->cuModuleLoadData(&module, compiled->cubin.data()));
-  CU_OK(Cu()->cuModuleGetFunction(&function, module, kernel->name.c_str()));
-
-  std::vector<CUdeviceptr> buffers;
-  std::vector<const Tensor*> host_inputs;
-  for (const KernelArg& arg : kernel->args) {
-    CUdeviceptr p;
-    int64_t bytes = NumElements(arg.shape) * ByteSize(arg.dtype);
-    CU_OK(Cu()->cuMemAlloc(&p, std::max<int64_t>(bytes, 16)));
-    if (arg.is_output) {
-      CU_OK(Cu()->cuMemsetD8(p, 0xFF, std::max<int64_t>(bytes, 16)));  // poison
-    } else {
-      const Tensor& t = inputs.at(arg.tensor);
-      CU_OK(Cu()->cuMemcpyHtoD(p, t.data(), bytes));
-    }
-    buffers.push_back(p);
-  }
-  CUdeviceptr scratch = 0;
-  int64_t scratch_bytes = kernel->ScratchBytes(kernel->count);
-  if (kernel->has_scratch) {
-    CU_OK(Cu()->cuMemAlloc(&scratch, scratch_bytes));
-    CU_OK(Cu()->cuMemsetD8(scratch, 0, scratch_bytes));
-  }
-  long long count = kernel->count;
-  std::vector<void*> args;
-  for (CUdeviceptr& p : buffers) args.push_back(&p);
-  if (kernel->has_scratch) args.push_back(&scratch);
-  args.push_back(&count);
-
-  std::vector<std::vector<uint8_t>> first;
-  for (int launch = 0; launch < 2; ++launch) {
-    CU_OK(Cu()->cuLaunchKernel(function, kernel->launch.Grid(count), 1, 1, kernel->launch.block, 1, 1,
-                         kernel->launch.dynamic_smem_bytes, nullptr, args.data(), nullptr));
-    CU_OK(Cu()->cuCtxSynchronize());
-    size_t out_index = 0;
-    for (size_t a = 0; a < kernel->args.size(); ++a) {
-      const KernelArg& arg = kernel->args[a];
-      if (!arg.is_output) continue;
-      Tensor got(arg.dtype, arg.shape);
-      CU_OK(Cu()->cuMemcpyDtoH(got.data(), buffers[a], got.num_bytes()));
-      if (launch == 1) {
-        EXPECT_TRUE(std::vector<uint8_t>(got.data(), got.data() + got.num_bytes()) == first[out_index])
-            << label << ": output " << arg.tensor << " differs between two launches";
-        ++out_index;
-        continue;
-      }
-      first.emplace_back(got.data(), got.data() + got.num_bytes());
-      // Find the expected tensor by output name.
-      const Tensor* want = nullptr;
-      for (size_t o = 0; o < region.outputs.size(); ++o) {
-        if (region.outputs[o]->name() == arg.tensor) want = &(*expected)[o];
-      }
-      ASSERT_NE(want, nullptr) << arg.tensor;
-      Tolerance tol = KernelTolerance(arg.dtype);
-      int bad = 0;
-      double max_err = 0;
-      for (int64_t e = 0; e < got.num_elements(); ++e) {
-        double x = want->GetF64(e), y = got.GetF64(e);
-        bool ok = std::isnan(x) ? std::isnan(y)
-                  : std::isinf(x) ? x == y
-                                  : std::abs(x - y) <= tol.atol + tol.rtol * std::abs(x);
-        if (!std::isnan(x) && !std::isinf(x)) max_err = std::max(max_err, std::abs(x - y));
-        if (!ok && bad++ < 3) {
-          ADD_FAILURE() << label << ": " << arg.tensor << "[" << e << "] = " << y << ", expected " << x
-                        << " (" << DTypeName(arg.dtype) << ", kernel " << kernel->name << ", "
-                        << params.ToString() << ")";
-        }
-      }
-      EXPECT_EQ(bad, 0) << label << ": " << bad << " of " << got.num_elements() << " elements of "
-                        << arg.tensor << " outside tolerance";
-      std::printf("  %-46s %-15s %-9s %10lld elems  max|err| %.3g  regs %d\n", label.c_str(),
-                  RegionKindName(region.kind), DTypeName(arg.dtype), static_cast<long long>(got.num_elements()),
-                  max_err, compiled->registers);
-      ++Totals().kernels;
-      Totals().elements += got.num_elements();
-    }
-  }
-  for (CUdeviceptr p : buffers) Cu()->cuMemFree(p);
-  if (scratch) Cu()->cuMemFree(scratch);
-  Cu()->cuModuleUnload(module);
-}
-
-void CheckGraph(const std::string& label, std::unique_ptr<Graph> graph, uint64_t seed = 1) {
-  std::printf("  checking %s\n", label.c_str());
-  std::fflush(stdout);
-  auto analysis = Analyze(std::move(graph), AnalyzeOptions{});
-  ASSERT_TRUE(analysis.ok()) << label << ": " << analysis.status();
-  for (const Region& region : analysis->plan.regions) {
-    if (!HasKernel(region.kind)) continue;
-    CheckRegion(absl::StrFormat("%s/r%d", label, region.id), *analysis->graph, region, seed);
-  }
-}
+using testing_gpu::CheckGraph;
+using testing_gpu::CheckOptions;
+using testing_gpu::Parse;
 
 class RegionGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!TheGpu().ok) GTEST_SKIP() << "no CUDA device (or no driver)";
+    if (!testing_gpu::HaveGpu()) GTEST_SKIP() << "no CUDA device (or no driver)";
   }
 };
 
 TEST_F(RegionGpuTest, SmallExamples) {
-  for (const auto& entry : std::filesystem::directory_iterator(SourceDir() + "/examples/small")) {
+  for (const auto& entry : std::filesystem::directory_iterator(testing_gpu::SourceDir() + "/examples/small")) {
     if (entry.path().extension() != ".json") continue;
     auto g = LoadGraph(entry.path().string());
     ASSERT_TRUE(g.ok()) << g.status();
@@ -223,37 +44,85 @@ TEST_F(RegionGpuTest, SmallExamples) {
   }
 }
 
-std::unique_ptr<Graph> Parse(const std::string& text) {
-  auto g = ParseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status() << "\n" << text;
-  return g.ok() ? std::move(*g) : nullptr;
+// The row graphs of the sweep, for `rows` rows of `n`.
+std::vector<std::pair<std::string, std::string>> RowGraphs(int64_t rows, int64_t n) {
+  const std::string r = std::to_string(rows), c = std::to_string(n);
+  return {
+      {"softmax_f32", absl::StrFormat(R"(graph g(x: f32[%s,%s]) {
+          y: f32[%s,%s] = softmax(x) {axis = 1}
+          return y
+        })", r, c, r, c)},
+      {"log_softmax_f32", absl::StrFormat(R"(graph g(x: f32[%s,%s]) {
+          y: f32[%s,%s] = log_softmax(x) {axis = 1}
+          return y
+        })", r, c, r, c)},
+      {"layernorm_bf16", absl::StrFormat(R"(graph g(x: bf16[%s,%s], w: bf16[%s], b: bf16[%s]) {
+          y: bf16[%s,%s] = layer_norm(x, w, b) {axis = 1, eps = 1e-05}
+          return y
+        })", r, c, c, c, r, c)},
+      {"add_rmsnorm_f16", absl::StrFormat(R"(graph g(x: f16[%s,%s], res: f16[%s,%s], w: f16[%s]) {
+          h: f16[%s,%s] = add(x, res)
+          y: f16[%s,%s] = rms_norm(h, w) {axis = 1, eps = 1e-06}
+          return y, h
+        })", r, c, r, c, c, r, c, r, c)},
+      {"xent_bf16", absl::StrFormat(R"(graph g(x: bf16[%s,%s], t: i64[%s]) {
+          l: bf16[] = cross_entropy(x, t) {ignore_index = -100, reduction = "mean"}
+          return l
+        })", r, c, r)},
+  };
+}
+
+// Cross-entropy targets: random columns, every third row ignored (-100), and, when there are
+// enough rows, one target past the row (n) that matches no column.
+std::map<std::string, Tensor> XentTargets(int64_t rows, int64_t n, uint64_t seed) {
+  Tensor t(DType::kI64, {rows});
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < rows; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    int64_t col = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(n));
+    if (i % 3 == 2) col = -100;
+    if (rows >= 7 && i == 4) col = n;
+    t.SetI64(i, col);
+  }
+  return {{"t", t}};
 }
 
 TEST_F(RegionGpuTest, RowKernelShapeSweep) {
   // KILN_SWEEP_MIN_N starts the sweep at a row length (to rerun its tail).
   const char* min_n = std::getenv("KILN_SWEEP_MIN_N");
+  const char* max_elements = std::getenv("KILN_SWEEP_MAX_ELEMENTS");
   for (int64_t n : {1, 3, 31, 32, 33, 127, 1000, 1024, 4095, 4097, 8192, 32768, 128256}) {
     if (min_n != nullptr && n < std::atoll(min_n)) continue;
     for (int64_t rows : {1, 7, 1024}) {
-      if (rows * n > (int64_t{1} << 22)) continue;  // keeps the interpreter's share bounded
-      std::string r = std::to_string(rows), c = std::to_string(n);
-      CheckGraph("softmax_f32_" + r + "x" + c, Parse(absl::StrFormat(R"(graph g(x: f32[%s,%s]) {
-          y: f32[%s,%s] = softmax(x) {axis = 1}
-          return y
-        })", r, c, r, c)));
-      CheckGraph("layernorm_bf16_" + r + "x" + c, Parse(absl::StrFormat(R"(graph g(x: bf16[%s,%s], w: bf16[%s], b: bf16[%s]) {
-          y: bf16[%s,%s] = layer_norm(x, w, b) {axis = 1, eps = 1e-05}
-          return y
-        })", r, c, c, c, r, c)));
-      CheckGraph("add_rmsnorm_f16_" + r + "x" + c, Parse(absl::StrFormat(R"(graph g(x: f16[%s,%s], res: f16[%s,%s], w: f16[%s]) {
-          h: f16[%s,%s] = add(x, res)
-          y: f16[%s,%s] = rms_norm(h, w) {axis = 1, eps = 1e-06}
-          return y, h
-        })", r, c, r, c, c, r, c, r, c)));
-      CheckGraph("xent_bf16_" + r + "x" + c, Parse(absl::StrFormat(R"(graph g(x: bf16[%s,%s], t: i64[%s]) {
-          l: bf16[] = cross_entropy(x, t) {ignore_index = -100, reduction = "mean"}
-          return l
-        })", r, c, r)));
+      if (max_elements != nullptr && rows * n > std::atoll(max_elements)) continue;
+      const std::map<std::string, Tensor> targets = XentTargets(rows, n, 7);
+      for (const auto& [name, text] : RowGraphs(rows, n)) {
+        CheckOptions options;
+        if (name == "xent_bf16") options.inputs = &targets;
+        CheckGraph(absl::StrFormat("%s_%dx%d", name, rows, n), Parse(text), options);
+      }
+    }
+  }
+}
+
+// Every KernelParams candidate of each row region (block sizes, warp or block per row, cached
+// or streamed) computes the same function.
+TEST_F(RegionGpuTest, RowKernelsUnderEveryCandidateParams) {
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{7, 33}, {33, 1000}, {5, 4097}, {3, 40000}}) {
+    const std::map<std::string, Tensor> targets = XentTargets(rows, n, 3);
+    for (const auto& [name, text] : RowGraphs(rows, n)) {
+      auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+      ASSERT_TRUE(analysis.ok()) << analysis.status();
+      for (const Region& region : analysis->plan.regions) {
+        if (!HasKernel(region.kind)) continue;
+        for (const KernelParams& params : CandidateParams(region, H100Spec())) {
+          CheckOptions options;
+          options.params = params;
+          if (name == "xent_bf16") options.inputs = &targets;
+          testing_gpu::CheckRegion(absl::StrFormat("%s_%dx%d/r%d %s", name, rows, n, region.id, params.ToString()),
+                                   *analysis->graph, region, options);
+        }
+      }
     }
   }
 }
@@ -297,7 +166,7 @@ TEST_F(RegionGpuTest, PointwiseSizesAndBroadcasts) {
 
 TEST_F(RegionGpuTest, ZZSummary) {
   std::printf("gpu-check: %d kernel outputs checked against the interpreter, %lld elements\n",
-              Totals().kernels, static_cast<long long>(Totals().elements));
+              testing_gpu::Totals().outputs, static_cast<long long>(testing_gpu::Totals().elements));
 }
 
 }  // namespace

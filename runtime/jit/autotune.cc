@@ -1,0 +1,291 @@
+#include "runtime/jit/autotune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "codegen/emit_kernel.h"
+#include "ir/base/hash.h"
+#include "ir/base/status.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/subgraph.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/file_util.h"
+
+namespace kiln {
+namespace {
+
+// Device memory freed on scope exit.
+class DeviceMemory {
+ public:
+  DeviceMemory(const CudaDriver* cu, int64_t bytes) : cu_(cu), bytes_(std::max<int64_t>(bytes, 16)) {}
+  ~DeviceMemory() {
+    if (ptr_) cu_->cuMemFree(ptr_);
+  }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  absl::Status Allocate() {
+    KILN_CU_RETURN_IF_ERROR(cu_->cuMemAlloc(&ptr_, bytes_));
+    return absl::OkStatus();
+  }
+  CUdeviceptr& ptr() { return ptr_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  const CudaDriver* cu_;
+  int64_t bytes_;
+  CUdeviceptr ptr_ = 0;
+};
+
+class LoadedModule {
+ public:
+  explicit LoadedModule(const CudaDriver* cu) : cu_(cu) {}
+  ~LoadedModule() {
+    if (module_) cu_->cuModuleUnload(module_);
+  }
+  absl::Status Load(const std::vector<char>& cubin, const std::string& name) {
+    KILN_CU_RETURN_IF_ERROR(cu_->cuModuleLoadData(&module_, cubin.data()));
+    KILN_CU_RETURN_IF_ERROR(cu_->cuModuleGetFunction(&function_, module_, name.c_str()));
+    return absl::OkStatus();
+  }
+  CUfunction function() const { return function_; }
+
+ private:
+  const CudaDriver* cu_;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+};
+
+// One region's candidates: their kernels (index-aligned with `params`).
+struct RegionCandidates {
+  const Region* region = nullptr;
+  std::vector<KernelParams> params;
+  std::vector<KernelSource> sources;
+  std::vector<int> compiled;  // index into the batch
+  std::string key;            // of the remembered choice
+};
+
+std::string TuneDirectory(const KernelCache& cache) {
+  return cache.directory().empty() ? "" : cache.directory() + "/tune";
+}
+
+absl::StatusOr<std::string> DeviceName(const CudaDriver* cu) {
+  CUdevice device;
+  KILN_CU_RETURN_IF_ERROR(cu->cuCtxGetDevice(&device));
+  char name[256] = {};
+  KILN_CU_RETURN_IF_ERROR(cu->cuDeviceGetName(name, sizeof(name), device));
+  return std::string(name);
+}
+
+// Times the kernels of one region on its own random inputs and picks one.
+class RegionTimer {
+ public:
+  RegionTimer(const CudaDriver* cu, const Graph& graph, const TuneOptions& options)
+      : cu_(cu), graph_(graph), options_(options) {}
+
+  absl::Status Time(const RegionCandidates& rc, const std::vector<CachedKernel>& compiled, TunedRegion* out) {
+    const Region& region = *rc.region;
+    const KernelSource& first = rc.sources[0];
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> sub,
+                          ExtractSubgraph(graph_, region.nodes, region.inputs, region.outputs));
+    const std::map<std::string, Tensor> inputs = RandomInputs(*sub, /*seed=*/1);
+    // Every candidate takes the same arguments (the region's inputs, then its outputs).
+    std::vector<std::unique_ptr<DeviceMemory>> buffers;
+    for (const KernelArg& arg : first.args) {
+      const int64_t bytes = NumElements(arg.shape) * ByteSize(arg.dtype);
+      buffers.push_back(std::make_unique<DeviceMemory>(cu_, bytes));
+      KILN_RETURN_IF_ERROR(buffers.back()->Allocate());
+      if (!arg.is_output) {
+        auto in = inputs.find(arg.tensor);
+        KILN_CHECK(in != inputs.end()) << "no random input for kernel argument " << arg.tensor;
+        KILN_CU_RETURN_IF_ERROR(cu_->cuMemcpyHtoD(buffers.back()->ptr(), in->second.data(), bytes));
+      }
+    }
+    int64_t scratch_bytes = 0;
+    for (const KernelSource& s : rc.sources) {
+      if (s.has_scratch) scratch_bytes = std::max(scratch_bytes, s.ScratchBytes(s.count));
+    }
+    DeviceMemory scratch(cu_, scratch_bytes);
+    if (scratch_bytes > 0) {
+      KILN_RETURN_IF_ERROR(scratch.Allocate());
+      KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8(scratch.ptr(), 0, scratch.bytes()));  // counters start at 0
+    }
+
+    std::vector<Tensor> reference;  // the default's outputs
+    out->us.assign(rc.sources.size(), 0.0);
+    for (size_t c = 0; c < rc.sources.size(); ++c) {
+      const KernelSource& ks = rc.sources[c];
+      LoadedModule module(cu_);
+      KILN_RETURN_IF_ERROR(module.Load(compiled[rc.compiled[c]].compiled.cubin, ks.name));
+      if (ks.launch.dynamic_smem_bytes > 48 * 1024) {
+        KILN_CU_RETURN_IF_ERROR(cu_->cuFuncSetAttribute(
+            module.function(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ks.launch.dynamic_smem_bytes));
+      }
+      long long count = ks.count;
+      std::vector<void*> args;
+      for (auto& b : buffers) args.push_back(&b->ptr());
+      if (ks.has_scratch) args.push_back(&scratch.ptr());
+      args.push_back(&count);
+      auto launch = [&]() -> absl::Status {
+        KILN_CU_RETURN_IF_ERROR(cu_->cuLaunchKernel(module.function(), static_cast<unsigned>(ks.launch.Grid(count)), 1,
+                                                    1, ks.launch.block, 1, 1, ks.launch.dynamic_smem_bytes, nullptr,
+                                                    args.data(), nullptr));
+        return absl::OkStatus();
+      };
+      // Correctness first: poisoned outputs, one launch, compared with the default's.
+      for (size_t a = 0; a < ks.args.size(); ++a) {
+        if (ks.args[a].is_output) KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8(buffers[a]->ptr(), 0xFF, buffers[a]->bytes()));
+      }
+      KILN_RETURN_IF_ERROR(launch());
+      KILN_CU_RETURN_IF_ERROR(cu_->cuCtxSynchronize());
+      int output = 0;
+      for (size_t a = 0; a < ks.args.size(); ++a) {
+        const KernelArg& arg = ks.args[a];
+        if (!arg.is_output) continue;
+        Tensor got(arg.dtype, arg.shape);
+        KILN_CU_RETURN_IF_ERROR(cu_->cuMemcpyDtoH(got.data(), buffers[a]->ptr(), got.num_bytes()));
+        if (c == 0) {
+          reference.push_back(std::move(got));
+        } else {
+          Comparison cmp = Compare(got, reference[output], KernelTolerance(arg.dtype));
+          if (!cmp.ok()) {
+            return absl::InternalError(absl::StrCat("autotune: kernel ", ks.name, " (", rc.params[c].ToString(),
+                                                    ") writes ", arg.tensor, " differently from the default ",
+                                                    first.name, " (", rc.params[0].ToString(), "): ", cmp.ToString()));
+          }
+        }
+        ++output;
+      }
+      // Then the time: warm-up, then `reps` launches each between two events.
+      for (int i = 0; i < options_.warmup; ++i) KILN_RETURN_IF_ERROR(launch());
+      std::vector<CUevent> events(2 * options_.reps);
+      for (CUevent& e : events) KILN_CU_RETURN_IF_ERROR(cu_->cuEventCreate(&e, CU_EVENT_DEFAULT));
+      absl::Status timed = [&]() -> absl::Status {
+        for (int i = 0; i < options_.reps; ++i) {
+          KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(events[2 * i], nullptr));
+          KILN_RETURN_IF_ERROR(launch());
+          KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(events[2 * i + 1], nullptr));
+        }
+        KILN_CU_RETURN_IF_ERROR(cu_->cuEventSynchronize(events.back()));
+        std::vector<double> ms(options_.reps);
+        for (int i = 0; i < options_.reps; ++i) {
+          float t = 0;
+          KILN_CU_RETURN_IF_ERROR(cu_->cuEventElapsedTime(&t, events[2 * i], events[2 * i + 1]));
+          ms[i] = t;
+        }
+        std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+        out->us[c] = ms[ms.size() / 2] * 1000.0;
+        return absl::OkStatus();
+      }();
+      for (CUevent& e : events) cu_->cuEventDestroy(e);
+      KILN_RETURN_IF_ERROR(timed);
+    }
+    out->chosen = 0;
+    for (size_t c = 1; c < out->us.size(); ++c) {
+      if (out->us[c] < out->us[out->chosen]) out->chosen = static_cast<int>(c);
+    }
+    if (out->chosen != 0 && out->us[out->chosen] > out->us[0] * (1.0 - options_.min_gain)) out->chosen = 0;
+    return absl::OkStatus();
+  }
+
+ private:
+  const CudaDriver* cu_;
+  const Graph& graph_;
+  const TuneOptions& options_;
+};
+
+}  // namespace
+
+std::string TunedRegion::ToString() const {
+  std::string s;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (!s.empty()) absl::StrAppend(&s, " | ");
+    absl::StrAppend(&s, candidates[c].ToString());
+    if (c < us.size()) absl::StrAppend(&s, absl::StrFormat(" %.1f us", us[c]));
+    if (c == 0) absl::StrAppend(&s, " (default)");
+    if (static_cast<int>(c) == chosen) absl::StrAppend(&s, " <-");
+  }
+  if (cached) absl::StrAppend(&s, " (remembered)");
+  return s;
+}
+
+absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, const TuneOptions& options) {
+  KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
+  KILN_ASSIGN_OR_RETURN(std::string device_name, DeviceName(cu));
+  KernelCache& cache = options.cache != nullptr ? *options.cache : KernelCache::Default();
+  const std::string directory = TuneDirectory(cache);
+
+  // Every candidate kernel of every region, compiled as one batch.
+  std::vector<RegionCandidates> regions;
+  std::vector<KernelToCompile> batch;
+  for (const Region& region : plan.regions) {
+    if (!HasKernel(region.kind)) continue;
+    RegionCandidates rc;
+    rc.region = &region;
+    for (const KernelParams& p : CandidateParams(region, options.device)) {
+      absl::StatusOr<KernelSource> ks = EmitKernel(region, graph, p);
+      if (!ks.ok()) {
+        if (rc.params.empty()) {  // the default must emit: lowering would fail the same way
+          return absl::Status(ks.status().code(), absl::StrCat("region ", region.id, ": ", ks.status().message()));
+        }
+        continue;  // a variant this region cannot take
+      }
+      bool same = false;  // two parameter sets can give one kernel (e.g. a vector width lowered)
+      for (const KernelSource& s : rc.sources) same |= s.name == ks->name;
+      if (same) continue;
+      rc.params.push_back(p);
+      rc.compiled.push_back(static_cast<int>(batch.size()));
+      batch.push_back({ks->name, ks->source});
+      rc.sources.push_back(std::move(*ks));
+    }
+    if (rc.params.size() < 2) continue;
+    std::string key_text = absl::StrCat("kiln-tune-1\n", device_name, "\n", options.arch, "\n", options.warmup, " ",
+                                        options.reps, " ", options.min_gain, "\n");
+    for (size_t c = 0; c < rc.sources.size(); ++c) {
+      absl::StrAppend(&key_text, rc.params[c].ToString(), "\n", c == 0 ? rc.sources[c].source : rc.sources[c].name,
+                      "\n");
+    }
+    rc.key = Hex64(Fnv1a64(key_text));
+    regions.push_back(std::move(rc));
+  }
+  TuneResult result;
+  if (regions.empty()) return result;
+  KILN_ASSIGN_OR_RETURN(std::vector<CachedKernel> compiled,
+                        cache.GetOrCompileAll(batch, options.arch, options.compile_threads));
+
+  RegionTimer timer(cu, graph, options);
+  for (const RegionCandidates& rc : regions) {
+    TunedRegion tuned;
+    tuned.region = rc.region->id;
+    tuned.candidates = rc.params;
+    const std::string path = directory.empty() ? "" : absl::StrCat(directory, "/", rc.key);
+    std::optional<int> remembered;
+    if (!path.empty() && options.reuse) {
+      absl::StatusOr<std::string> text = ReadWholeFile(path);
+      if (text.ok()) {
+        for (size_t c = 0; c < rc.params.size(); ++c) {
+          if (*text == rc.params[c].ToString() + "\n") remembered = static_cast<int>(c);
+        }
+      }
+    }
+    if (remembered) {
+      tuned.chosen = *remembered;
+      tuned.cached = true;
+    } else {
+      KILN_RETURN_IF_ERROR(timer.Time(rc, compiled, &tuned));
+      if (!path.empty() && options.remember) {
+        // A choice that cannot be remembered is only timed again next time.
+        WriteFileAtomically(path, rc.params[tuned.chosen].ToString() + "\n").IgnoreError();
+      }
+    }
+    result.params[tuned.region] = rc.params[tuned.chosen];
+    result.regions.push_back(std::move(tuned));
+  }
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,68 @@
+// The autotuner: chooses each generated kernel's KernelParams by timing codegen's candidates
+// on the GPU (DESIGN.md §5: the passes decide what is fused, the autotuner how it runs).
+//
+// For every region that gets a generated kernel, codegen's CandidateParams (the heuristic
+// default first, then other block sizes, a warp or a block per row, the row cached in
+// registers or streamed) are emitted and compiled through the KernelCache, every region's
+// candidates in one parallel NVRTC batch. Then, one region at a time, on random inputs drawn
+// for the region's own subgraph (ir/interpreter.h's RandomInputs, so integer indices stay
+// within the axis they index):
+//   * each candidate runs once with its outputs poisoned and must write what the default
+//     writes, within ir/compare.h's KernelTolerance (another block size adds in another
+//     order); one that does not is a compiler bug, returned as an Internal error naming both;
+//   * each candidate is launched `warmup` times, then `reps` times between CUDA events; its
+//     time is the median;
+//   * the fastest wins if it beats the default by more than `min_gain` (a relative margin,
+//     so that noise does not flip a choice between equals); otherwise the default stays.
+// Choices are remembered on disk under <kernel cache directory>/tune/, keyed by the default
+// kernel's source, the candidates, the GPU's name and the arch, so a graph tuned once on a GPU
+// is not timed again (TunedRegion::cached; TuneOptions::reuse = false times it anyway);
+// KILN_CACHE_DIR=off keeps nothing.
+#ifndef KILN_RUNTIME_JIT_AUTOTUNE_H_
+#define KILN_RUNTIME_JIT_AUTOTUNE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codegen/kernel_params.h"
+#include "ir/graph.h"
+#include "passes/cost/device_spec.h"
+#include "passes/fusion/priority_fusion.h"
+#include "runtime/jit/kernel_cache.h"
+
+namespace kiln {
+
+struct TuneOptions {
+  std::string arch;             // NVRTC target of the current GPU ("sm_90a")
+  DeviceSpec device;            // for CandidateParams
+  KernelCache* cache = nullptr; // nullptr: KernelCache::Default()
+  int compile_threads = 0;      // 0: hardware concurrency
+  int warmup = 3;
+  int reps = 15;
+  double min_gain = 0.03;       // a candidate must be this much faster than the default
+  bool reuse = true;            // take a remembered choice instead of timing
+  bool remember = true;         // write the choices to disk
+};
+
+struct TunedRegion {
+  int region = -1;
+  std::vector<KernelParams> candidates;  // [0] is the default
+  std::vector<double> us;                // median per candidate; empty when `cached`
+  int chosen = 0;                        // index into candidates
+  bool cached = false;                   // the choice came from disk, nothing was timed
+  std::string ToString() const;          // "block=128 ... 101.2 us (default) | block=256 ... 95.3 us <-"
+};
+
+struct TuneResult {
+  std::map<int, KernelParams> params;  // region id -> chosen (LowerOptions::params)
+  std::vector<TunedRegion> regions;    // every kernel region with more than one candidate
+};
+
+// Needs a GPU (and a current context, runtime/executable.h's EnsureContext).
+absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, const TuneOptions& options);
+
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_JIT_AUTOTUNE_H_
