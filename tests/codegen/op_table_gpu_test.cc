@@ -83,7 +83,12 @@ Cases CasesFor(const OpInfo& op) {
     case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kMaximum:
     case OpKind::kMinimum: case OpKind::kEq: case OpKind::kNe: case OpKind::kLt: case OpKind::kLe:
     case OpKind::kGt: case OpKind::kGe: {
-      Cases out = ForTypes(name, FloatsAndInts(), "a: $T[$S], b: $T[$S]", binary);
+      Cases out = ForTypes(name, op.kind == OpKind::kDiv ? Floats() : FloatsAndInts(), "a: $T[$S], b: $T[$S]", binary);
+      if (op.kind == OpKind::kDiv) {  // the interpreter refuses an integer zero divisor: make it |b| + 1
+        for (Case c : ForTypes("div_int", {"i32", "i64"}, "a: $T[$S], b: $T[$S]",
+                               "one: $T[] = constant() {data = [1]}\n  m = abs(b)\n  d = add(m, one)\n  y = div(a, d)"))
+          out.push_back(c);
+      }
       // A broadcast operand: a row vector.
       for (Case c : ForTypes(absl::StrCat(name, "_bcast"), {"f32", "bf16"}, "a: $T[$S], b: $T[1,$S]",
                              absl::StrCat("b2 = reshape(b) {shape = [$S]}\n  y = ", name, "(a, b2)")))
