@@ -169,19 +169,41 @@ def softmax(small):
     return g
 
 
-def dropout_add_layernorm(small):
-    g = GraphBuilder("dropout_add_layernorm")
+def dropout_add_layernorm(small, p=0.1, name="dropout_add_layernorm"):
+    g = GraphBuilder(name)
     r, c = size("rows", small), size("width_4k", small)
     g.input("x", "bf16", [r, c])
     g.input("r", "bf16", [r, c])
     g.input("w", "bf16", [c])
     g.input("b", "bf16", [c])
-    g.node("xd", "dropout", ["x"], p=0.1, seed=1234, offset=0)
+    g.node("xd", "dropout", ["x"], p=p, seed=1234, offset=0)
     g.node("h", "add", ["xd", "r"])
     g.node("y", "layer_norm", ["h", "w", "b"], axis=-1, eps=1e-5)
     g.output("y")
     g.output("h")
     return g
+
+
+def dropout_add_layernorm_p0(small):
+    """dropout_add_layernorm with p = 0: the dropout is the identity (the floor without RNG)."""
+    return dropout_add_layernorm(small, p=0.0, name="dropout_add_layernorm_p0")
+
+
+def dropout_add(small, p=0.1, name="dropout_add"):
+    """h = dropout(x) + r: the plain pointwise dropout of issue 5's measurements."""
+    g = GraphBuilder(name)
+    shape = [size("rows", small), size("width_4k", small)]
+    g.input("x", "bf16", shape)
+    g.input("r", "bf16", shape)
+    g.node("xd", "dropout", ["x"], p=p, seed=1234, offset=0)
+    g.node("h", "add", ["xd", "r"])
+    g.output("h")
+    return g
+
+
+def dropout_add_p0(small):
+    """dropout_add with p = 0."""
+    return dropout_add(small, p=0.0, name="dropout_add_p0")
 
 
 def softmax_xent(small):
@@ -232,7 +254,8 @@ def transformer_block(small):
 
 
 EXAMPLES = [bias_gelu, swiglu, add_rmsnorm, layernorm, layernorm_decomposed, softmax,
-            dropout_add_layernorm, softmax_xent, transformer_block]
+            dropout_add_layernorm, dropout_add_layernorm_p0, dropout_add, dropout_add_p0, softmax_xent,
+            transformer_block]
 
 
 def render():

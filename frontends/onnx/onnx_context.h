@@ -52,6 +52,7 @@ class NodeContext {
   NodeContext(ImportState& state, const onnx::NodeProto& proto, int index);
 
   const onnx::NodeProto& proto() const { return proto_; }
+  int index() const { return index_; }  // the node's position in the graph (the "#N" of errors)
   const std::string& op_type() const { return proto_.op_type(); }
   int opset() const { return state_.opset; }
   const std::string& model_dir() const { return state_.model_dir; }

@@ -131,7 +131,9 @@ absl::Status Dropout(NodeContext& ctx) {
     ratio = r->GetF64(0);
   }
   if (!(ratio >= 0 && ratio < 1)) return ctx.Error(absl::StrCat("ratio ", ratio, " is outside [0, 1)"));
-  KILN_ASSIGN_OR_RETURN(int64_t seed, ctx.AttrInt("seed", 0));
+  // Without a seed attribute every node gets its own Philox key, (0, N + 1) for node #N, so two
+  // same-shaped Dropouts never share a mask; an explicit seed (below 2^32) never collides.
+  KILN_ASSIGN_OR_RETURN(int64_t seed, ctx.AttrInt("seed", (int64_t{ctx.index()} + 1) << 32));
   auto all_true = [&]() -> absl::StatusOr<Node*> {
     Tensor t(DType::kBool, {});
     t.SetF64(0, 1);

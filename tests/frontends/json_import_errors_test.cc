@@ -228,6 +228,12 @@ std::vector<ErrorCase> Cases() {
        ": nodes[0].attrs.alpha", "unknown attribute \"alpha\": relu takes no attributes"},
       {"missing required attribute", WithNodes(R"([{"name": "y", "op": "dropout", "inputs": ["x"]}])").Text(),
        ": nodes[0].attrs", "dropout requires attribute \"p\" (float)"},
+      {"dropout probability above 1",
+       WithNodes(R"([{"name": "y", "op": "dropout", "inputs": ["x"], "attrs": {"p": 1.5}}])").Text(),
+       ": nodes[0]", "dropout: p = 1.5 is outside [0, 1]"},
+      {"dropout probability NaN",
+       WithNodes(R"([{"name": "y", "op": "dropout", "inputs": ["x"], "attrs": {"p": "nan"}}])").Text(),
+       ": nodes[0]", "dropout: p = nan is outside [0, 1]"},
       {"shape mismatch (AddNode)",
        [] { Doc d = WithNodes(R"([{"name": "y", "op": "add", "inputs": ["x", "w"]}])");
             d.inputs = R"([{"name": "x", "dtype": "f32", "shape": [2, 3]}, {"name": "w", "dtype": "f32", "shape": [4]}])";

@@ -233,6 +233,61 @@ TEST(OnnxImportTest, UndefinedNodeInputIsAnError) {
   EXPECT_THAT(s.message(), HasSubstr("input 1 \"nowhere\" is not defined"));
 }
 
+// Three training-mode Dropouts of the same shape, #1 and #2 without a seed and #3 with seed 7
+// (node #0 is the Identity in front): the seedless ones get the Philox keys (0, N + 1), so
+// their masks differ; the explicit seed is kept.
+TEST(OnnxImportTest, TrainingDropoutsWithoutASeedDrawDistinctMasks) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("dropouts");
+  onnx::ValueInfoProto* in = g->add_input();
+  in->set_name("x");
+  in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4096);
+  onnx::TensorProto* training = g->add_initializer();
+  training->set_name("training");
+  training->set_data_type(onnx::TensorProto::BOOL);
+  training->add_int32_data(1);
+  onnx::NodeProto* id = g->add_node();
+  id->set_op_type("Identity");
+  id->add_input("x");
+  id->add_output("x1");
+  for (const char* out : {"a", "b", "c"}) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type("Dropout");
+    n->add_input("x1");
+    n->add_input("");
+    n->add_input("training");
+    n->add_output(out);
+    if (std::string(out) == "c") {
+      onnx::AttributeProto* seed = n->add_attribute();
+      seed->set_name("seed");
+      seed->set_type(onnx::AttributeProto::INT);
+      seed->set_i(7);
+    }
+    g->add_output()->set_name(out);
+  }
+  auto graph = ImportOnnxModel(model, "", {}, "dropouts.onnx");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<int64_t> seeds;
+  for (const Graph::Output& o : (*graph)->outputs()) {
+    ASSERT_EQ(o.node->op(), OpKind::kDropout) << o.name;
+    EXPECT_EQ(o.node->attrs().GetInt("offset"), 0);
+    seeds.push_back(o.node->attrs().GetInt("seed"));
+  }
+  EXPECT_EQ(seeds, (std::vector<int64_t>{int64_t{2} << 32, int64_t{3} << 32, 7}));
+  Tensor x(DType::kF32, {4096});
+  for (int64_t i = 0; i < 4096; ++i) x.SetF64(i, 1.0);
+  auto out = Interpret(**graph, {{(*graph)->inputs()[0]->name(), x}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  int64_t same = 0;
+  for (int64_t i = 0; i < 4096; ++i) same += ((*out)[0].GetF64(i) == 0) == ((*out)[1].GetF64(i) == 0);
+  // Independent fair masks agree on about half the elements (4 sigma: 128).
+  EXPECT_NEAR(same, 2048, 128);
+}
+
 // ---- external data --------------------------------------------------------------------------
 
 const fs::path kExt = kData / "external/model";

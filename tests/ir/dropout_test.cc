@@ -1,8 +1,9 @@
-// Checks the seeded dropout contract of docs/dropout.md statistically (keep rate within 4
-// sigma of 1 - p over 10^7 elements; no correlation between neighbours, rows or consecutive
-// offsets; seeds change the mask) and exactly (the interpreter's dropout and dropout_grad
-// outputs follow DropoutKeep element by element, scale kept values in float, p = 0 is the
-// identity and p = 1 gives zeros, seed/offset operands override the attributes).
+// Checks the seeded dropout contract of docs/dropout.md statistically (the interpreter's keep
+// rate over 10^7 ones is within 4 sigma of 1 - p; no correlation between neighbours, rows or
+// consecutive offsets; seeds change the mask) and exactly (the interpreter's dropout and
+// dropout_grad outputs follow DropoutKeep element by element, scale kept values in float, p = 0
+// is the identity and p = 1 gives zeros, seed/offset operands override the attributes, p
+// outside [0, 1] or NaN is refused when the node is made).
 #include <cmath>
 
 #include "gtest/gtest.h"
@@ -37,12 +38,27 @@ double Correlation(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
   return cov / std::sqrt(va * vb);
 }
 
-TEST(Dropout, KeepRateIsWithinFourSigmaOfOneMinusP) {
+// The interpreter itself drops a tensor of 10^7 ones: the kept count is within 4 sigma of
+// n (1 - p), and every kept element is exactly the float scale.
+TEST(Dropout, InterpreterKeepRateIsWithinFourSigmaOfOneMinusP) {
   const int64_t n = 10'000'000;
+  Tensor ones(DType::kF32, {n});
+  for (int64_t i = 0; i < n; ++i) ones.SetF64(i, 1.0);
   for (double p : {0.1, 0.5, 0.9}) {
-    std::vector<uint8_t> bits = KeepBits(0x5eed, 3, n, p);
-    double kept = 0;
-    for (uint8_t b : bits) kept += b;
+    Graph g;
+    Node* x = *g.AddInput("x", DType::kF32, {n});
+    Attributes attrs = {{"p", p}, {"seed", int64_t{0x5eed}}, {"offset", int64_t{3}}};
+    ASSERT_TRUE(g.AddOutput(*g.AddNode(OpKind::kDropout, {x}, attrs, "y")).ok());
+    auto out = Interpret(g, {{"x", ones}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const float* y = (*out)[0].data_as<float>();
+    const float scale = DropoutScale(p);
+    int64_t kept = 0, other = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      kept += y[i] == scale;
+      other += y[i] != scale && y[i] != 0.0f;
+    }
+    EXPECT_EQ(other, 0) << "p = " << p << ": elements neither 0 nor the scale";
     const double sigma = std::sqrt(n * p * (1 - p));
     EXPECT_LT(std::fabs(kept - n * (1 - p)), 4 * sigma) << "p = " << p << " kept " << kept;
   }
@@ -142,6 +158,24 @@ TEST(Dropout, SeedAndOffsetOperandsOverrideAttributes) {
     ASSERT_EQ((*out)[1].GetF64(i) != 0, DropoutKeep(static_cast<uint64_t>(-3), 1, i, 0.5)) << i;
   }
   EXPECT_FALSE((*out)[0].BitwiseEqual((*out)[1]));
+}
+
+// The verifier's rule (ir/shape_inference.cc): p must lie in [0, 1]; NaN is refused too.
+TEST(Dropout, ProbabilityOutsideZeroOneOrNaNIsRefused) {
+  for (double p : {-0.1, 1.0000001, 1.5, std::nan(""), HUGE_VAL}) {
+    for (OpKind op : {OpKind::kDropout, OpKind::kDropoutGrad}) {
+      Graph g;
+      Node* x = *g.AddInput("x", DType::kF32, {4});
+      auto node = g.AddNode(op, {x}, {{"p", p}}, "y");
+      ASSERT_FALSE(node.ok()) << "p = " << p;
+      EXPECT_NE(node.status().message().find("is outside [0, 1]"), std::string::npos) << node.status();
+    }
+  }
+  for (double p : {0.0, 1.0}) {
+    Graph g;
+    Node* x = *g.AddInput("x", DType::kF32, {4});
+    EXPECT_TRUE(g.AddNode(OpKind::kDropout, {x}, {{"p", p}}, "y").ok()) << "p = " << p;
+  }
 }
 
 }  // namespace

@@ -62,6 +62,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Expected{"layernorm_decomposed", 1, RegionKind::kRowReduction, 1},
                       Expected{"softmax", 1, RegionKind::kRowReduction, 1},
                       Expected{"dropout_add_layernorm", 1, RegionKind::kRowReduction, 2},
+                      Expected{"dropout_add_layernorm_p0", 1, RegionKind::kRowReduction, 2},
+                      Expected{"dropout_add", 1, RegionKind::kPointwise, 1},
+                      Expected{"dropout_add_p0", 1, RegionKind::kPointwise, 1},
                       Expected{"softmax_xent", 1, RegionKind::kRowReduction, 1}),
     [](const auto& info) { return std::string(info.param.example); });
 

@@ -1,7 +1,7 @@
 // templates/kiln_philox.cuh compiled as host C++ (with shims for __device__ and __umulhi)
 // agrees word for word with the CPU twin ir/philox.cc and the known answers of
 // docs/dropout.md, so the GPU keep rule is the interpreter's. (kiln_philox.cuh includes no
-// CUDA header on purpose; the GPU-side check of the same formulas is the lead's gpu test.)
+// CUDA header on purpose; tests/codegen/dropout_gpu_test.cc checks the formulas on the GPU.)
 #include <cstdint>
 
 #define __device__
