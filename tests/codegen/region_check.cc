@@ -2,6 +2,7 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -95,8 +96,13 @@ CheckTotals& Totals() {
   return totals;
 }
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void CheckRegion(const std::string& label, const Graph& g, const Region& region, const CheckOptions& options) {
   ASSERT_TRUE(HaveGpu());
+  const auto start = std::chrono::steady_clock::now();
   auto sub = ExtractSubgraph(g, region.nodes, region.inputs, region.outputs);
   ASSERT_TRUE(sub.ok()) << sub.status();
   std::map<std::string, Tensor> inputs = RandomInputs(**sub, options.seed);
@@ -109,6 +115,7 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
   ASSERT_TRUE(promoted.ok()) << label << ": " << promoted.status();
   auto expected = Interpret(**promoted, inputs);
   ASSERT_TRUE(expected.ok()) << label << ": " << expected.status();
+  const double reference_s = SecondsSince(start);
 
   const KernelParams params = options.params ? *options.params : DefaultParams(region, H100Spec());
   auto kernel = EmitKernel(region, g, params);
@@ -118,6 +125,7 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
   auto cached = KernelCache::Default().GetOrCompile({kernel->name, kernel->source}, GpuArch());
   ASSERT_TRUE(cached.ok()) << label << ": " << cached.status();
   const CompiledCuda* compiled = &cached->compiled;
+  const double compile_s = SecondsSince(start) - reference_s;
 
   CUmodule module;
   CUfunction function;
@@ -183,9 +191,10 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
       }
       EXPECT_EQ(bad, 0) << label << ": " << bad << " of " << got.num_elements() << " elements of " << arg.tensor
                         << " outside tolerance";
-      std::printf("  %-46s %-15s %-5s %10lld elems  max|err| %.3g  %s  regs %d\n", label.c_str(),
-                  RegionKindName(region.kind), DTypeName(arg.dtype), static_cast<long long>(got.num_elements()),
-                  max_err, params.ToString().c_str(), compiled->registers);
+      std::printf("  %-46s %-15s %-5s %10lld elems  max|err| %.3g  %s  regs %d  (%.1f s: reference %.1f, nvrtc %.1f)\n",
+                  label.c_str(), RegionKindName(region.kind), DTypeName(arg.dtype),
+                  static_cast<long long>(got.num_elements()), max_err, params.ToString().c_str(), compiled->registers,
+                  SecondsSince(start), reference_s, compile_s);
       ++Totals().outputs;
       Totals().elements += got.num_elements();
     }
