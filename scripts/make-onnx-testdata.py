@@ -93,6 +93,18 @@ def errors():
                            label_smoothing=0.1)
     save(model([sce], [x, vi("t", TensorProto.INT64, [2])], [vi("y", F, [])], opset=13),
          os.path.join(d, "unknown_attribute.onnx"))
+    # Initializers whose data does not fill their dims: raw_data of 20 bytes for FLOAT[2,3]
+    # (24 bytes), and 5 float_data values for 6 elements.
+    short_raw = TensorProto(name="w", data_type=F, dims=[2, 3], raw_data=np.zeros(5, np.float32).tobytes())
+    add_w = helper.make_node("Add", ["x", "w"], ["y"], name="add_w")
+    save(model([add_w], [x], [y], inits=[short_raw]), os.path.join(d, "raw_data_size.onnx"))
+    short_typed = TensorProto(name="w", data_type=F, dims=[2, 3], float_data=[1.0, 2.0, 3.0, 4.0, 5.0])
+    save(model([add_w], [x], [y], inits=[short_typed]), os.path.join(d, "typed_field_count.onnx"))
+    # A model whose only opset import is a foreign domain (no default-domain opset at all).
+    foreign = model([fused], [x], [y])
+    del foreign.opset_import[:]
+    foreign.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    save(foreign, os.path.join(d, "foreign_domain_only.onnx"))
 
 
 # ---- external data ------------------------------------------------------------------------
@@ -224,6 +236,11 @@ def values():
     case("cross_entropy_head", model(nodes, [vi("logits", F, [3, 5, 2]), vi("t", TensorProto.INT64, [3, 2])],
                                      [vi("loss", F, []), vi("logp", F, [3, 5, 2])], opset=13),
          {"logits": rand(rng, 3, 5, 2), "t": np.array([[0, 1], [4, 2], [1, 3]], np.int64)})
+    # ReduceMin with its axes as an attribute (opset 13; an input from 18), keepdims=0, and a
+    # negative axis.
+    nodes = [helper.make_node("ReduceMin", ["x"], ["y"], axes=[-1, 0], keepdims=0)]
+    case("reduce_min_axes_attribute", model(nodes, [vi("x", F, [3, 2, 4])], [vi("y", F, [2])], opset=13),
+         {"x": rand(rng, 3, 2, 4)})
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "api/compiler.h"
+#include "frontends/json/json_graph.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
@@ -58,11 +60,17 @@ GRAPH is a graph file, read by its extension: .json is kiln's JSON format
 Exit codes: 0 ok, 1 failure, 2 bad input or usage.
 )";
 
-constexpr char kCheckUsage[] = R"(usage: kiln check GRAPH [--shape NAME=DIMS]
+constexpr char kCheckUsage[] = R"(usage: kiln check GRAPH [--shape NAME=DIMS] [--json OUT]
 
 Imports GRAPH (.json: kiln's JSON format, docs/graph-format.md; .onnx: ONNX), verifies
 it, and prints it in the canonical IR text form. A graph that does not import or verify
 is exit code 2, with the reason (and its place in the file) on stderr.
+
+flags:
+  --shape B    ONNX symbolic dimensions, NAME=DIM[,DIM...] separated by ';'
+  --json OUT   also write the imported graph to OUT in kiln's JSON format; constants over
+               4 KiB go to the side file STEM.bin next to OUT (STEM: OUT's name without
+               its extension), which OUT refers to
 )";
 
 constexpr char kRunUsage[] = R"(usage: kiln run --reference GRAPH [--inputs DIR | --random SEED] [--outputs DIR]
@@ -106,7 +114,7 @@ std::vector<std::string> OutputNames(const Graph& graph) {
 }
 
 int RunCheck(const std::vector<std::string>& argv) {
-  absl::StatusOr<ParsedArgs> args = ParseArgs(argv, {{"shape", true}});
+  absl::StatusOr<ParsedArgs> args = ParseArgs(argv, {{"shape", true}, {"json", true}});
   if (!args.ok()) return UsageError("check", std::string(args.status().message()));
   if (args->help) {
     std::cout << kCheckUsage;
@@ -114,9 +122,26 @@ int RunCheck(const std::vector<std::string>& argv) {
   }
   int code = kExitOk;
   if (!OneGraph("check", *args, &code)) return code;
+  const std::filesystem::path out = args->Has("json") ? args->values.at("json") : "";
+  if (args->Has("json") && (out.stem().empty() || out.extension() == ".bin")) {
+    return UsageError("check", absl::StrCat("--json ", out.string(), ": name a file not ending in .bin (",
+                                            "the weights go to its side file STEM.bin)"));
+  }
   LoadedGraph loaded = LoadAndVerify("check", args->positional[0], &*args);
   if (!loaded.graph) return loaded.exit_code;
   std::cout << PrintGraph(*loaded.graph);
+  if (args->Has("json")) {
+    JsonExportOptions options;
+    options.data_dir = out.has_parent_path() ? out.parent_path().string() : ".";
+    options.data_prefix = out.stem().string();
+    absl::StatusOr<std::string> text = ExportJsonGraph(*loaded.graph, options);
+    if (!text.ok()) return Error("check", absl::StrCat("--json ", out.string(), ": ", text.status().message()), kExitFailure);
+    std::ofstream file(out, std::ios::binary);
+    if (!(file << *text) || !file.flush()) {
+      return Error("check", absl::StrCat("--json: cannot write ", out.string()), kExitFailure);
+    }
+    std::cerr << "kiln check: wrote " << out.string() << "\n";
+  }
   return kExitOk;
 }
 

@@ -80,7 +80,8 @@ TEST_P(OnnxValueTest, MatchesTheOnnxReferenceEvaluator) {
 
 INSTANTIATE_TEST_SUITE_P(Models, OnnxValueTest,
                          ::testing::Values("gemm", "typed_initializers", "odd_names", "shape_plumbing",
-                                           "attention_block_opset23", "cross_entropy_head"));
+                                           "attention_block_opset23", "cross_entropy_head",
+                                           "reduce_min_axes_attribute"));
 
 TEST(OnnxImportTest, OnnxNamesBecomeValidKilnNames) {
   auto graph = ImportOnnxFile((kData / "values/odd_names/model.onnx").string());
@@ -148,6 +149,23 @@ TEST(OnnxImportTest, UnknownDomainIsUnsupportedAndNamesTheNode) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   EXPECT_THAT(s.message(), HasSubstr("node #0 \"fused0\" (FusedGemm)"));
   EXPECT_THAT(s.message(), HasSubstr("domain \"com.microsoft\""));
+}
+
+TEST(OnnxImportTest, ModelWithOnlyAForeignDomainIsUnsupported) {
+  absl::Status s = ImportStatus(kData / "errors/foreign_domain_only.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("uses only the domain \"com.microsoft\""));
+  EXPECT_EQ(Payload(s), "domain com.microsoft");
+}
+
+TEST(OnnxImportTest, InitializerDataThatDoesNotFillItsDimsIsAnError) {
+  absl::Status s = ImportStatus(kData / "errors/raw_data_size.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("initializer \"w\": data has 20 bytes but FLOAT"));
+  EXPECT_THAT(s.message(), HasSubstr("needs 24"));
+  s = ImportStatus(kData / "errors/typed_field_count.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("initializer \"w\": float_data has 5 values but the dims hold 6"));
 }
 
 TEST(OnnxImportTest, UnsupportedOpListsTheClosestSupportedOnes) {

@@ -316,6 +316,82 @@ TEST(KilnCliTest, BadInputFilesExitTwo) {
   EXPECT_EQ(not_a_dir.exit_code, 2);
 }
 
+// ---- ONNX models through the CLI (docs/onnx.md): a PyTorch-exported fixture and the
+// importer's test models (tests/frontends/).
+
+std::string OnnxFixture(const std::string& name) {
+  return (fs::path(KILN_SOURCE_DIR) / "tests/frontends/onnx_fixtures" / name / "model.onnx").string();
+}
+
+TEST(KilnOnnxCliTest, CheckDumpCompileAndRunAnExportedBlock) {
+  const std::string model = Quote(OnnxFixture("gpt2_sdpa_opset23"));
+  Result check = RunKiln("check " + model);
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_NE(check.out.find("layer_norm("), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("attention("), std::string::npos) << check.out;
+
+  Result dump = RunKiln("dump " + model);
+  ASSERT_EQ(dump.exit_code, 0) << dump.err;
+  EXPECT_NE(dump.out.find("attention"), std::string::npos) << dump.out;
+  EXPECT_NE(dump.out.find("-> 8 kernels"), std::string::npos) << dump.out;
+
+  fs::path dir = TestDir();
+  std::string artifact = (dir / "gpt2.kiln").string();
+  Result compile = RunKiln("compile " + model + " --arch sm_90a -o " + Quote(artifact));
+  ASSERT_EQ(compile.exit_code, 0) << compile.err;
+  auto program = LoadArtifact(artifact);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->arch, "sm_90a");
+
+  Result run = RunKiln("run --reference --random 2 " + model);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find(": f32[2,8,64]\n  min="), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" nan=0 inf=0 first=["), std::string::npos) << run.out;
+}
+
+TEST(KilnOnnxCliTest, UnboundSymbolicDimensionExitsTwoNamingShape) {
+  const std::string model =
+      Quote((fs::path(KILN_SOURCE_DIR) / "tests/frontends/onnx_testdata/errors/symbolic.onnx").string());
+  for (std::string command : {"check ", "dump ", "run --reference "}) {
+    Result r = RunKiln(command + model);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find("\"batch\""), std::string::npos) << command << r.err;
+    EXPECT_NE(r.err.find("--shape batch=8"), std::string::npos) << command << r.err;
+    EXPECT_EQ(r.out, "") << command;
+  }
+  Result bound = RunKiln("check --shape batch=3 " + model);
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  EXPECT_NE(bound.out.find("f32[3,4]"), std::string::npos) << bound.out;
+}
+
+// `kiln check --json OUT` writes the imported ONNX graph in kiln's JSON format (weights in
+// OUT's side file), which reads back as the same graph and computes the same.
+TEST(KilnOnnxCliTest, CheckJsonWritesTheGraphInKilnsFormat) {
+  const std::string model = Quote(OnnxFixture("gpt2_sdpa_opset23"));
+  fs::path dir = TestDir();
+  fs::path json = dir / "block.json";
+  Result onnx = RunKiln("check " + model + " --json " + Quote(json.string()));
+  ASSERT_EQ(onnx.exit_code, 0) << onnx.err;
+  EXPECT_NE(onnx.err.find("wrote " + json.string()), std::string::npos) << onnx.err;
+  EXPECT_TRUE(fs::exists(dir / "block.bin")) << "the weights' side file";
+  Result again = RunKiln("check " + Quote(json.string()));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, onnx.out);
+  auto stats = [](const std::string& out) { return out.substr(0, out.find("time: ")); };
+  Result run_onnx = RunKiln("run --reference --random 4 " + model);
+  Result run_json = RunKiln("run --reference --random 4 " + Quote(json.string()));
+  ASSERT_EQ(run_onnx.exit_code, 0) << run_onnx.err;
+  ASSERT_EQ(run_json.exit_code, 0) << run_json.err;
+  EXPECT_EQ(stats(run_json.out), stats(run_onnx.out));
+
+  Result unwritable = RunKiln("check " + model + " --json " + Quote((dir / "no/such/dir/g.json").string()));
+  EXPECT_EQ(unwritable.exit_code, 1);
+  EXPECT_NE(unwritable.err.find("kiln check: error: --json"), std::string::npos) << unwritable.err;
+  Result clash = RunKiln("check " + model + " --json " + Quote((dir / "block.bin").string()));
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_NE(clash.err.find("not ending in .bin"), std::string::npos) << clash.err;
+}
+
 
 // `kiln dump`: the fusion report and its formats, end to end.
 TEST(KilnDumpTest, ReportShowsRegionsRefusalsAndSummary) {
