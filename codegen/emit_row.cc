@@ -214,6 +214,9 @@ absl::Status RowEmitter::Classify() {
       return absl::UnimplementedError(absl::StrCat(n->name(), " ", ShapeToString(n->shape()),
                                                    " is not in the row space"));
     }
+    // Anything after a combine is a scalar: with one row (R = 1) a one-element value would
+    // otherwise pass for per-row.
+    if (combined && e == 1) f = Form{};
     if (combined && (f.row || f.col)) {
       return absl::UnimplementedError(absl::StrCat(n->name(), " depends on a combine but is not a scalar"));
     }
@@ -233,7 +236,10 @@ absl::Status RowEmitter::Classify() {
     for (const Node* o : n->operands()) {
       if (!Member(o)) continue;
       KILN_ASSIGN_OR_RETURN(Form view, ViewOf(n, form_[n], o));
-      if (view != form_[o]) {
+      // With one row the row index is always 0: row-shaped and broadcast-into-row coincide, and
+      // so do per-row and scalar.
+      const bool one_row_alike = R_ == 1 && view.col == form_[o].col;
+      if (view != form_[o] && !one_row_alike) {
         return absl::UnimplementedError(absl::StrCat(n->name(), " reads ", o->name(), " as ", FormName(view),
                                                      " but it is ", FormName(form_[o])));
       }

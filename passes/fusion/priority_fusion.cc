@@ -27,14 +27,18 @@ class FusionState {
   const std::map<int, std::vector<Node*>>& regions() const { return regions_; }
   const std::vector<Node*>& post_order() const { return post_order_; }
 
-  Region Describe(int id) const { return Describe(id, regions_.at(id)); }
-  Region Describe(int id, const std::vector<Node*>& nodes) const {
-    // A user recomputing `value` in every region it sits in does not read it from memory.
-    auto reads = [this](const Node* value, const Node* user) {
+  Region Describe(int id) const { return Describe(id, regions_.at(id), {id}); }
+  // `nodes` as one region that takes the place of the regions `replaced` (a merge candidate:
+  // the producer and the consumer).
+  Region Describe(int id, const std::vector<Node*>& nodes, const std::set<int>& replaced) const {
+    // `user` reads `value` from memory if some region it sits in, other than the ones this
+    // region replaces, does not hold `value`. That includes a member of this region that was
+    // also recomputed in another region without `value`: there it reads what this one writes.
+    auto reads = [this, &replaced](const Node* value, const Node* user) {
       auto it = node_regions_.find(user);
       if (it == node_regions_.end()) return true;
       for (int r : it->second) {
-        if (!Holds(r, value)) return true;
+        if (!replaced.count(r) && !Holds(r, value)) return true;
       }
       return false;
     };
@@ -130,7 +134,7 @@ struct Candidate {
 Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, int c) {
   Candidate cand;
   Region rp = state.Describe(p), rc = state.Describe(c);
-  Region merged = state.Describe(-1, state.Union(p, c));
+  Region merged = state.Describe(-1, state.Union(p, c), {p, c});
   FusionRecord& rec = cand.record;
   rec.mode = "merge";
   rec.producer_id = p;
@@ -175,7 +179,7 @@ std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSp
   rec.reason = absl::StrCat("producer has ", consumers.size(), " consumer regions; recomputed in each");
   for (int c : consumers) {
     Region rc = state.Describe(c);
-    Region merged = state.Describe(-1, state.Union(p, c));
+    Region merged = state.Describe(-1, state.Union(p, c), {p, c});
     for (const Node* n : rc.nodes) rec.consumer_nodes.push_back(n->name());
     rec.unfused_us += EstimateRunTime(rc, device).total_us;
     RunTimeEstimate fused = EstimateRunTime(merged, device);
@@ -353,6 +357,16 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
   }
   // Renumber regions 0..n-1 in execution order for people; records keep the process ids.
   for (size_t i = 0; i < plan.regions.size(); ++i) plan.regions[i].id = static_cast<int>(i);
+  // Every tensor a region reads is a graph input, a constant, or written by an earlier region.
+  std::set<const Node*> written;
+  for (const Region& r : plan.regions) {
+    for (const Node* in : r.inputs) {
+      KILN_CHECK(in->category() == OpCategory::kLeaf || written.count(in))
+          << "region " << r.id << " (" << r.NodeList(4) << ") reads " << in->name()
+          << ", which no earlier region writes";
+    }
+    written.insert(r.outputs.begin(), r.outputs.end());
+  }
   return plan;
 }
 

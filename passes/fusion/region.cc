@@ -102,7 +102,7 @@ Region DescribeRegion(int id, const std::vector<Node*>& nodes, const Graph& grap
       if (seen_inputs.insert(operand).second) r.inputs.push_back(operand);
     }
     bool external_user = std::any_of(n->users().begin(), n->users().end(), [&](const Node* u) {
-      return !members.contains(u) && (!reads_from_memory || reads_from_memory(n, u));
+      return reads_from_memory ? reads_from_memory(n, u) : !members.contains(u);
     });
     if (external_user || graph_outputs.contains(n)) r.outputs.push_back(n);
     switch (n->category()) {

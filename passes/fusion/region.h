@@ -53,8 +53,10 @@ struct Region {
 };
 
 // Builds the description of `nodes` (any order). A member is an output when it is a graph
-// output or a user outside the region reads it from memory; `reads_from_memory(value, user)`
-// answers the latter (default: always; fusion says no where the user's region recomputes it).
+// output or a user reads it from memory. `reads_from_memory(value, user)` answers the latter
+// for every user, member or not (fusion: a user outside that recomputes `value` does not; a
+// member also recomputed in another region without `value` does); without it, exactly the
+// users outside the region do.
 using ReadsFromMemory = std::function<bool(const Node* value, const Node* user)>;
 Region DescribeRegion(int id, const std::vector<Node*>& nodes, const Graph& graph,
                       const std::vector<Node*>& post_order,
