@@ -54,7 +54,7 @@ int FinalRegion(const FusionPlan& plan, const Graph& g, const std::vector<std::s
 }
 
 std::string Describe(const FusionRecord& r) {
-  return absl::StrFormat("%s: %s (unfused %.2f us, fused %.2f us)", r.rule, r.reason, r.unfused_us, r.fused_us);
+  return absl::StrFormat("%s: %s (unfused %.2f us, fused %.2f us)", r.rule, r.reason, r.unfused_us(), r.fused_us());
 }
 
 }  // namespace
@@ -100,6 +100,7 @@ std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
                           Bytes(unfused.bytes_read + unfused.bytes_written));
     absl::StrAppendFormat(&out, "  predicted: %.2f us (%s); one kernel per op: %.2f us\n", e.total_us,
                           e.ToString(), unfused.total_us);
+    if (!e.row_fit.empty()) absl::StrAppend(&out, "  on chip: ", e.row_fit, "\n");
     if (measured != nullptr) {
       auto m = measured->region_us.find(r.id);
       if (m != measured->region_us.end()) {

@@ -2,6 +2,8 @@
 // the ledger and fuel mechanics.
 #include "passes/fusion/priority_fusion.h"
 
+#include <map>
+
 #include "passes/pass_pipeline.h"
 #include "rapidjson/document.h"
 #include "tests/passes/pass_test_util.h"
@@ -99,6 +101,26 @@ TEST(PriorityFusionTest, TransformerBlockIsLibraryCallsAttentionAndFusedNorms) {
   }
 }
 
+// Decisions name regions by merge-time id; a final region carries its own as merge_id, and a
+// decision naming that id names exactly the region's nodes.
+TEST(PriorityFusionTest, DecisionIdsJoinTheFinalRegionsThroughMergeId) {
+  FusionPlan plan = PlanExample("transformer_block");
+  std::map<int, const Region*> by_merge_id;
+  for (const Region& r : plan.regions) {
+    EXPECT_TRUE(by_merge_id.emplace(r.merge_id, &r).second) << "merge_id " << r.merge_id << " twice";
+  }
+  int joined = 0;
+  for (const FusionRecord& rec : plan.records) {
+    auto it = by_merge_id.find(rec.producer_id);
+    if (rec.event == "stop" || it == by_merge_id.end()) continue;
+    std::vector<std::string> names;
+    for (const Node* n : it->second->nodes) names.push_back(n->name());
+    EXPECT_EQ(rec.producer_nodes, names) << "step " << rec.step;
+    ++joined;
+  }
+  EXPECT_GT(joined, 0);
+}
+
 TEST(PriorityFusionTest, FuelStopsAfterNMerges) {
   FusionPlan none = PlanExample("layernorm", {.fuel = 0});
   EXPECT_EQ(none.merges, 0);
@@ -116,11 +138,18 @@ TEST(PriorityFusionTest, LedgerJsonHasRegionsAndDecisions) {
   ASSERT_FALSE(doc.HasParseError());
   ASSERT_TRUE(doc["regions"].IsArray());
   EXPECT_EQ(doc["regions"].Size(), plan.regions.size());
-  EXPECT_STREQ(doc["regions"][0]["region_kind"].GetString(), "row_reduction");
+  EXPECT_STREQ(doc["regions"][0]["kind"].GetString(), "row_reduction");
+  EXPECT_STREQ(doc["regions"][0]["record"].GetString(), "region");
+  EXPECT_TRUE(doc["regions"][0]["nodes"].IsArray());
   ASSERT_TRUE(doc["decisions"].IsArray());
   int fused = 0;
   for (const auto& d : doc["decisions"].GetArray()) {
-    if (std::string(d["event"].GetString()) == "fuse") ++fused;
+    if (std::string(d["event"].GetString()) != "fuse") continue;
+    ++fused;
+    // Both sides of the price, with their terms.
+    EXPECT_DOUBLE_EQ(d["unfused_terms"]["total_us"].GetDouble(), d["predicted_unfused_us"].GetDouble());
+    EXPECT_DOUBLE_EQ(d["fused_terms"]["total_us"].GetDouble(), d["predicted_fused_us"].GetDouble());
+    EXPECT_GT(d["unfused_terms"]["bytes_read"].GetInt64(), d["fused_terms"]["bytes_read"].GetInt64());
   }
   EXPECT_EQ(fused, plan.merges);
   // Every line of the JSON-lines form parses on its own.

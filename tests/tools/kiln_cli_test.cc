@@ -344,16 +344,17 @@ TEST(KilnDumpTest, JsonHasRegionsWithKindsAndDecisions) {
   Result r = RunKiln("dump --format json " + Quote(Example("small/add_rmsnorm.json")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("{\"graph\":\"add_rmsnorm\"", 0), 0u) << r.out.substr(0, 200);
-  EXPECT_NE(r.out.find("\"regions\":[{\"kind\":\"region\""), std::string::npos);
-  EXPECT_NE(r.out.find("\"region_kind\":\"row_reduction\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"regions\":[{\"record\":\"region\",\"id\":0,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"kind\":\"row_reduction\",\"template\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("region_kind"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"decisions\":["), std::string::npos);
 }
 
 TEST(KilnDumpTest, JsonLinesAndDotFormats) {
   Result lines = RunKiln("dump --format jsonl " + Quote(Example("small/softmax.json")));
   ASSERT_EQ(lines.exit_code, 0) << lines.err;
-  EXPECT_NE(lines.out.find("{\"kind\":\"decision\",\"step\":0,\"event\":\"candidate\""), std::string::npos);
-  EXPECT_NE(lines.out.find("\n{\"kind\":\"region\""), std::string::npos);
+  EXPECT_NE(lines.out.find("{\"record\":\"decision\",\"step\":0,\"event\":\"candidate\""), std::string::npos);
+  EXPECT_NE(lines.out.find("\n{\"record\":\"region\""), std::string::npos);
   Result dot = RunKiln("dump --format dot " + Quote(Example("small/softmax.json")));
   ASSERT_EQ(dot.exit_code, 0) << dot.err;
   EXPECT_EQ(dot.out.rfind("digraph", 0), 0u);
