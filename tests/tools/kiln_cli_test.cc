@@ -390,6 +390,15 @@ TEST(KilnDumpTest, BadUsageExitsTwo) {
   EXPECT_EQ(RunKiln("dump").exit_code, 2);
 }
 
+// --device auto prices on this GPU's query, or on the h100 spec without a GPU, and says which.
+TEST(KilnDumpTest, DeviceAutoNamesWhatItPricedOn) {
+  Result r = RunKiln("dump --device auto " + Quote(Example("small/softmax.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string header = r.out.substr(0, r.out.find('\n'));
+  bool gpu = header.find("(sm_") != std::string::npos;
+  EXPECT_TRUE(gpu || header.find("h100 (auto: no GPU)") != std::string::npos) << header;
+}
+
 TEST(KilnDumpTest, FuelStopsFusionAndSaysSo) {
   std::string command = "env KILN_FUSION_FUEL=0 " + Quote(KILN_BINARY) + " dump " + Quote(Example("small/layernorm.json"));
   FILE* pipe = popen(command.c_str(), "r");
