@@ -1,5 +1,7 @@
 // The table of contents of kiln's graph optimisation: every pass, in order, with the reason
 // wherever the order matters. Fusion (passes/fusion/priority_fusion.h) runs on the result.
+#include <set>
+
 #include "passes/canonicalize.h"
 #include "passes/decompose.h"
 #include "passes/lower_attention.h"
@@ -35,6 +37,15 @@ PassPipeline AttentionFallbackPipeline() {
   pipeline.Add(std::make_unique<Cse>());
   pipeline.Add(std::make_unique<Dce>());
   return pipeline;
+}
+
+std::vector<std::string> KnownPassNames() {
+  std::set<std::string> names;
+  PassPipeline pipelines[] = {DefaultPipeline(), AttentionFallbackPipeline()};
+  for (const PassPipeline& pipeline : pipelines) {
+    for (const auto& pass : pipeline.passes()) names.insert(pass->name());
+  }
+  return {names.begin(), names.end()};
 }
 
 }  // namespace kiln
