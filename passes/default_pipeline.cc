@@ -3,11 +3,13 @@
 #include <set>
 
 #include "passes/canonicalize.h"
+#include "passes/constant_fold.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
 #include "passes/decompose.h"
 #include "passes/lower_attention.h"
 #include "passes/match_attention.h"
 #include "passes/pass_pipeline.h"
-#include "passes/simplify.h"
 
 namespace kiln {
 
