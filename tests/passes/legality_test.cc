@@ -102,6 +102,55 @@ TEST(LegalityTest, AttentionAbsorbsLayoutButNotCompute) {
   EXPECT_EQ(p.plan.num_kernels(), 2);
 }
 
+TEST(LegalityTest, TwoAttentionsAreTwoKernels) {
+  ExpectRefused(R"(graph g(q: bf16[4,128,64], k: bf16[4,128,64], v: bf16[4,128,64]) {
+    a: bf16[4,128,64] = attention(q, k, v) {causal = true, scale = 0.0}
+    b: bf16[4,128,64] = attention(a, k, v) {causal = false, scale = 0.0}
+    return b
+  })", "attention-attention", "two attentions are two kernels");
+}
+
+TEST(LegalityTest, TransposeOfTheLastTwoAxesFoldsIntoTheMatmul) {
+  Plan p = PlanText(R"(graph g(x: bf16[256,512], w: bf16[256,512]) {
+    t: bf16[512,256] = transpose(w) {perm = [1, 0]}
+    m: bf16[256,256] = matmul(x, t)
+    return m
+  })");
+  const FusionRecord* folded = FindRule(p.plan, "matmul-transpose");
+  ASSERT_NE(folded, nullptr);
+  EXPECT_EQ(folded->verdict, "fuse");
+  EXPECT_NE(folded->reason.find("cuBLASLt's operand op"), std::string::npos) << folded->reason;
+  EXPECT_EQ(p.plan.num_kernels(), 1);
+}
+
+// cuBLASLt writes one tensor: a bias add whose input is also read elsewhere (here: a graph
+// output) would make the matmul region write two.
+TEST(LegalityTest, MatmulEpilogueWritesOneTensor) {
+  ExpectRefused(R"(graph g(x: bf16[256,256], w: bf16[256,256], b: bf16[256]) {
+    m: bf16[256,256] = matmul(x, w)
+    t: bf16[256,256] = add(m, b)
+    return t, m
+  })", "matmul-epilogue", "cuBLASLt writes one tensor; the merged region would write 2");
+}
+
+TEST(LegalityTest, MatmulEpilogueAddsOnlyATensorReadFromMemory) {
+  ExpectRefused(R"(graph g(x: bf16[256,256], w: bf16[256,256]) {
+    m: bf16[256,256] = matmul(x, w)
+    t: bf16[256,256] = add(m, m)
+    return t
+  })", "matmul-epilogue", "an epilogue add must add a tensor read from memory");
+}
+
+// A pointwise loop has one iteration space: a slice of its producer is another one.
+TEST(LegalityTest, APointwiseLoopHasOneIterationSpace) {
+  ExpectRefused(R"(graph g(x: f32[256,256]) {
+    e: f32[256,256] = exp(x)
+    s: f32[128,256] = slice(e) {ends = [128, 256], starts = [0, 0], steps = [1, 1]}
+    y: f32[128,256] = neg(s)
+    return y
+  })", "pointwise-space", "does not fit the iteration space [256,256]");
+}
+
 TEST(LegalityTest, ReductionsOverDifferentRowsAreRefused) {
   ExpectRefused(R"(graph g(x: f32[64,128]) {
     s: f32[64] = reduce_sum(x) {axes = [1], keep_dims = false}
