@@ -324,7 +324,7 @@ TEST(KilnDumpTest, ReportShowsRegionsRefusalsAndSummary) {
   EXPECT_NE(r.out.find("predicted"), std::string::npos);
   EXPECT_NE(r.out.find("passes: canonicalize "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" ms, match_attention "), std::string::npos) << r.out;  // each pass with its time
-  EXPECT_NE(r.out.find("  on chip: row of 1024 bf16 values x 1 input fits the register budget"), std::string::npos)
+  EXPECT_NE(r.out.find("  row fit: row of 1024 bf16 values x 1 input fits the register budget"), std::string::npos)
       << r.out;
 }
 
