@@ -42,8 +42,53 @@ absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const 
       absl::StrCat(path, ": unknown graph format; expected a .json (kiln) or .onnx file"));
 }
 
+DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
+  const DeviceSpec h100 = H100Spec();
+  DeviceSpec s;
+  s.name = absl::StrCat(info.name, " (sm_", info.compute_capability(), ")");
+  s.sm_count = info.sm_count;                                   // queried
+  // Queried clock x bus, times 0.9: the copy efficiency measured on the lent H100 (3.0 of
+  // 3.35 TB/s) and H200 (4.3 of 4.8 TB/s), see passes/cost/device_spec.cc.
+  s.dram_bytes_per_us = 0.9 * info.theoretical_bandwidth_gbps() * 1e3;
+  s.l2_bytes = info.l2_cache_bytes;                             // queried
+  s.smem_per_block_bytes = info.shared_memory_per_block_optin_bytes;  // queried
+  s.registers_per_sm = info.registers_per_sm;                   // queried
+  s.launch_us = h100.launch_us;                                 // not queryable: the same estimate
+  // runtime/device_info does not read the SM clock: the h100 per-SM rates (GH100 at its boost
+  // clock) times the SM count; for another architecture they are a guess.
+  const double per_sm = h100.sm_count > 0 ? static_cast<double>(info.sm_count) / h100.sm_count : 1.0;
+  s.f32_flops_per_us = h100.f32_flops_per_us * per_sm;
+  s.sfu_ops_per_us = h100.sfu_ops_per_us * per_sm;
+  s.matmul_bf16_flops_per_us = h100.matmul_bf16_flops_per_us * per_sm;
+  s.matmul_f32_flops_per_us = h100.matmul_f32_flops_per_us * per_sm;
+  s.attention_flops_per_us = h100.attention_flops_per_us * per_sm;
+  s.provenance = absl::StrCat(
+      "auto: device ", info.ordinal, " ", info.name, "; queried SMs, L2, shared memory, registers; DRAM ",
+      "bandwidth 0.9 x the memory clock x bus width; launch overhead and per-SM compute rates from the h100 spec",
+      info.compute_capability() == 90 ? "" : " (a guess for this architecture)", " scaled by the SM count");
+  return s;
+}
+
+absl::StatusOr<DeviceSpec> ResolveDeviceSpec(const std::string& name) {
+  if (name != "auto") {
+    absl::StatusOr<DeviceSpec> named = NamedDeviceSpec(name);
+    if (!named.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(named.status().message(), ", or auto (the GPU's)"));
+    }
+    return named;
+  }
+  if (DeviceCount() == 0) {
+    DeviceSpec s = H100Spec();
+    s.name = "h100 (auto: no GPU)";
+    s.provenance = absl::StrCat("auto without a GPU: ", s.provenance);
+    return s;
+  }
+  KILN_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(0));
+  return DeviceSpecFromInfo(info);
+}
+
 absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options) {
-  KILN_ASSIGN_OR_RETURN(DeviceSpec device, NamedDeviceSpec(options.device));
+  KILN_ASSIGN_OR_RETURN(DeviceSpec device, ResolveDeviceSpec(options.device));
   Analysis analysis;
   analysis.imported_text = PrintGraph(*graph);
   if (options.debug.Dumps(DumpKind::kIr)) {
@@ -79,7 +124,7 @@ absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOpti
       lower.arch = "sm_90a";
     }
   }
-  KILN_ASSIGN_OR_RETURN(lower.device, NamedDeviceSpec(options.analyze.device));
+  lower.device = compiled.analysis.plan.device;  // the spec the plan was priced on
   if (options.tune) {
     KILN_RETURN_IF_ERROR(EnsureContext().status());
     KILN_ASSIGN_OR_RETURN(std::string gpu_arch, CurrentDeviceArch());

@@ -16,6 +16,7 @@
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/priority_fusion.h"
 #include "passes/pass_pipeline.h"
+#include "runtime/device_info.h"
 #include "runtime/jit/autotune.h"
 #include "runtime/jit/kernel_cache.h"
 #include "runtime/jit/lower.h"
@@ -32,8 +33,17 @@ struct LoadOptions {
 // Imports a graph file by its extension: .json (kiln's format) or .onnx.
 absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const LoadOptions& options = {});
 
+// The cost model's DeviceSpec for `name`: "h100" or "h200" (named, no GPU needed), or "auto":
+// built from GPU 0 (DeviceSpecFromInfo) when there is one, else the named h100 spec (the spec
+// of the default AOT target sm_90a), renamed "h100 (auto: no GPU)" so every report says so.
+absl::StatusOr<DeviceSpec> ResolveDeviceSpec(const std::string& name);
+// A DeviceSpec from the runtime's device query (runtime/device_info.h). Queried: SM count, L2,
+// opt-in shared memory, registers per SM, and DRAM bandwidth from the memory clock and bus;
+// the rest is derived from the h100 spec, as its provenance line says.
+DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info);
+
 struct AnalyzeOptions {
-  std::string device = "h100";  // a named DeviceSpec (no GPU needed)
+  std::string device = "h100";  // ResolveDeviceSpec: h100, h200 (no GPU needed) or auto
   DebugOptions debug;            // usually DebugOptionsFromEnv()
   bool keep_pass_snapshots = false;  // record the printed graph after every pass
 };

@@ -81,12 +81,11 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.block_size = std::clamp(RoundDownPow2(n / p.vector_width / 4), 128, 1024);
     p.rows_per_block = 1;
   }
-  const int64_t threads_per_row = p.rows_per_block == 1 ? p.block_size : 32;
-  const int64_t per_thread = (n + threads_per_row - 1) / threads_per_row;  // elements per thread
-  const bool fits = per_thread * RowShapedInputs(region) <= kRowCacheFloatsPerThread;
-  // Registers of one SM bound the rows in flight; the device's row budget says when to stream.
-  const bool within_budget = n * RowShapedInputs(region) <= device.RowBudgetValues() || device.RowBudgetValues() == 0;
-  if (fits && within_budget) {
+  // The one on-chip rule, shared with the cost model (passes/cost/row_fit.h); a cached row
+  // gets at least the threads the rule spread it over.
+  const RowFit fit = FitRowOnChip(region, device);
+  if (fit.on_chip) {
+    if (p.rows_per_block == 1) p.block_size = std::max<int>(p.block_size, static_cast<int>(fit.threads));
     p.chunk = 0;
   } else {
     // Streamed rows: 512 threads (at 1024 the unrolled online loop spills on sm_90), two

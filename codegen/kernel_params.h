@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "ir/base/hash.h"
 #include "passes/cost/device_spec.h"
+#include "passes/cost/row_fit.h"  // kRowCacheFloatsPerThread, FitRowOnChip
 #include "passes/fusion/region.h"
 
 namespace kiln {
@@ -50,17 +51,14 @@ absl::Status ValidateParams(const KernelParams& params);
 //    region's inputs and outputs (at most 8), halved until it divides the innermost extent.
 //  * row reductions: vector as above (dividing N); rows of at most 1024 elements go one per
 //    warp (8 rows per 256-thread block); longer rows one per block with block = clamp(N / V / 4,
-//    128, 1024) rounded to a power of two. The row is cached when the row-shaped inputs fit
-//    kRowCacheFloatsPerThread per thread, else streamed (chunk = threads x V x 2, at most 512
-//    threads).
+//    128, 1024) rounded to a power of two. The row is cached when FitRowOnChip (the cost
+//    model's rule) says it fits, with at least the threads the rule needs; else streamed
+//    (chunk = threads x V x 2, at most 512 threads).
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device);
 
 // A small list for a later autotuner (the default first, no duplicates, all valid for the region).
 std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec& device);
 
-// Per-thread budget, in f32 values, of row-shaped inputs cached in registers by a row kernel
-// (64 of the 255 registers a thread may use, leaving room for addressing and the prologue).
-inline constexpr int64_t kRowCacheFloatsPerThread = 64;
 
 
 }  // namespace kiln

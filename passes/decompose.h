@@ -14,6 +14,10 @@
 //                  l = where(t != ignore, lse - pick, 0); mean = sum(l) / sum(t != ignore)
 // Reductions keep dims where the result is broadcast back over the row. Not decomposed:
 // attention (matched as a whole by match_attention) and dropout (its RNG is one op).
+// Where it runs: after the first canonicalize and after match_attention (which matches on the
+// composite softmax, so attention written out must be matched before its softmax goes), and
+// before the second canonicalize, constant_fold and cse, which fold the scalar constants and
+// merge the duplicate work the decompositions write.
 #ifndef KILN_PASSES_DECOMPOSE_H_
 #define KILN_PASSES_DECOMPOSE_H_
 

@@ -1,11 +1,15 @@
 // The table of contents of kiln's graph optimisation: every pass, in order, with the reason
 // wherever the order matters. Fusion (passes/fusion/priority_fusion.h) runs on the result.
+#include <set>
+
 #include "passes/canonicalize.h"
+#include "passes/constant_fold.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
 #include "passes/decompose.h"
 #include "passes/lower_attention.h"
 #include "passes/match_attention.h"
 #include "passes/pass_pipeline.h"
-#include "passes/simplify.h"
 
 namespace kiln {
 
@@ -35,6 +39,15 @@ PassPipeline AttentionFallbackPipeline() {
   pipeline.Add(std::make_unique<Cse>());
   pipeline.Add(std::make_unique<Dce>());
   return pipeline;
+}
+
+std::vector<std::string> KnownPassNames() {
+  std::set<std::string> names;
+  PassPipeline pipelines[] = {DefaultPipeline(), AttentionFallbackPipeline()};
+  for (const PassPipeline& pipeline : pipelines) {
+    for (const auto& pass : pipeline.passes()) names.insert(pass->name());
+  }
+  return {names.begin(), names.end()};
 }
 
 }  // namespace kiln

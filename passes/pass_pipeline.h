@@ -1,7 +1,10 @@
 // PassPipeline runs passes in order and does, for every pass, what passes must not do
-// themselves: skip it when KILN_DISABLE_PASSES names it, time it, verify the graph after it
-// (DebugOptions::verify, on by default), dump the graph after it when it changed
-// (KILN_DUMP=passes), and offer each intermediate graph to an observer (`kiln dump --after`).
+// themselves: skip it when KILN_DISABLE_PASSES names it (an unknown name is an error that
+// lists the passes), time it, verify the graph after it (DebugOptions::verify, on by
+// default; a pass that breaks the graph is a compiler bug and aborts), dump the graph after
+// it when it changed (KILN_DUMP=passes, with its time), record which nodes it removed and
+// what holds their values now (`kiln dump --why` on an input node a pass removed), and offer
+// each intermediate graph to an observer (`kiln dump --after`).
 #ifndef KILN_PASSES_PASS_PIPELINE_H_
 #define KILN_PASSES_PASS_PIPELINE_H_
 
@@ -17,11 +20,21 @@
 
 namespace kiln {
 
+// A node a pass removed. `now` names the node its users read instead after the pass (a
+// no-op cast: its operand; a CSE duplicate: the node kept), empty when no user is left (dead,
+// or folded into a user that was rewritten too). A node whose name a replacement took over
+// (decompose keeps the composite's name on its result) is not listed: the name still answers.
+struct RemovedNode {
+  std::string name;
+  std::string now;
+};
+
 struct PassRecord {
   std::string name;
   bool ran = false;  // false when disabled
   bool changed = false;
   double ms = 0;
+  std::vector<RemovedNode> removed;
 };
 
 class PassPipeline {
@@ -44,6 +57,8 @@ class PassPipeline {
 PassPipeline DefaultPipeline();
 // What the JIT runs on an attention region's subgraph while there is no attention template.
 PassPipeline AttentionFallbackPipeline();
+// The names of every pass of the pipelines above, sorted (what KILN_DISABLE_PASSES accepts).
+std::vector<std::string> KnownPassNames();
 
 }  // namespace kiln
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "ir/base/status.h"
 
 namespace kiln {
 namespace {
@@ -54,7 +55,7 @@ int FinalRegion(const FusionPlan& plan, const Graph& g, const std::vector<std::s
 }
 
 std::string Describe(const FusionRecord& r) {
-  return absl::StrFormat("%s: %s (unfused %.2f us, fused %.2f us)", r.rule, r.reason, r.unfused_us, r.fused_us);
+  return absl::StrFormat("%s: %s (unfused %.2f us, fused %.2f us)", r.rule, r.reason, r.unfused_us(), r.fused_us());
 }
 
 }  // namespace
@@ -64,7 +65,8 @@ std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
   std::string out = absl::StrFormat("kiln dump: %s on %s\n", plan.graph_name, plan.device.ToString());
   std::vector<std::string> passes;
   for (const PassRecord& p : a.passes) {
-    passes.push_back(absl::StrFormat("%s%s", p.name, !p.ran ? " (disabled)" : p.changed ? "" : " (unchanged)"));
+    passes.push_back(!p.ran ? absl::StrCat(p.name, " (disabled)")
+                            : absl::StrFormat("%s %.2f ms%s", p.name, p.ms, p.changed ? "" : " (unchanged)"));
   }
   absl::StrAppend(&out, "passes: ", absl::StrJoin(passes, ", "), "\n\n");
 
@@ -100,6 +102,7 @@ std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
                           Bytes(unfused.bytes_read + unfused.bytes_written));
     absl::StrAppendFormat(&out, "  predicted: %.2f us (%s); one kernel per op: %.2f us\n", e.total_us,
                           e.ToString(), unfused.total_us);
+    if (!e.row_fit.empty()) absl::StrAppend(&out, "  row fit: ", e.row_fit, "\n");
     if (measured != nullptr) {
       auto m = measured->region_us.find(r.id);
       if (m != measured->region_us.end()) {
@@ -155,9 +158,46 @@ absl::StatusOr<MeasuredTimes> ReadMeasuredTimes(const std::string& path, const s
   return m;
 }
 
+namespace {
+
+// The pass that removed `name` at or after pass `from`, and where its value went, or null.
+const RemovedNode* FindRemoval(const Analysis& a, const std::string& name, size_t from, size_t* pass) {
+  for (size_t i = from; i < a.passes.size(); ++i) {
+    for (const RemovedNode& r : a.passes[i].removed) {
+      if (r.name == name) {
+        *pass = i;
+        return &r;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> WhyReport(const Analysis& a, const std::string& name) {
   const Node* node = a.graph->FindNode(name);
   if (node == nullptr) {
+    // A node the passes removed: say which pass, and follow its value to the node holding it.
+    size_t pass = 0;
+    if (const RemovedNode* removed = FindRemoval(a, name, 0, &pass)) {
+      std::string out;
+      while (removed != nullptr) {
+        absl::StrAppend(&out, "node ", removed->name, " was removed by ", a.passes[pass].name);
+        if (removed->now.empty()) {
+          absl::StrAppend(&out, "; nothing reads its value any more (dead, or folded into a rewritten user)\n");
+          return out;
+        }
+        absl::StrAppend(&out, "; its value is now ", removed->now, "\n");
+        const std::string now = removed->now;
+        if (a.graph->FindNode(now) != nullptr) {
+          KILN_ASSIGN_OR_RETURN(std::string rest, WhyReport(a, now));
+          return out + rest;
+        }
+        removed = FindRemoval(a, now, pass + 1, &pass);
+      }
+      return out;
+    }
     // Composite ops keep their name on the node that computes their result; intermediate
     // nodes are named after them ("ln1.reduce_mean"), so list candidates.
     std::vector<std::string> close;
@@ -181,9 +221,17 @@ absl::StatusOr<std::string> WhyReport(const Analysis& a, const std::string& name
     }
     return out;
   }
-  const Region* region = a.plan.RegionOf(node);
-  absl::StrAppendFormat(&out, "is in region %d (%s) with: %s\n", region->id, RegionKindName(region->kind),
-                        region->NodeList(12));
+  std::vector<const Region*> holders;
+  for (const Region& r : a.plan.regions) {
+    if (r.Contains(node)) holders.push_back(&r);
+  }
+  if (holders.size() > 1) {
+    absl::StrAppend(&out, "is recomputed in ", holders.size(), " regions (never written between them):\n");
+  }
+  for (const Region* region : holders) {
+    absl::StrAppendFormat(&out, "%sis in region %d (%s) with: %s\n", holders.size() > 1 ? "  " : "", region->id,
+                          RegionKindName(region->kind), region->NodeList(12));
+  }
   absl::StrAppend(&out, "decisions naming it:\n");
   for (const FusionRecord& r : a.plan.records) {
     if (r.event == "stop") continue;

@@ -2,37 +2,94 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "passes/cost/row_fit.h"
 
 namespace kiln {
+
+void RunTimeEstimate::Add(const RunTimeEstimate& other) {
+  bytes_read += other.bytes_read;
+  bytes_written += other.bytes_written;
+  flops += other.flops;
+  transcendentals += other.transcendentals;
+  passes = std::max(passes, other.passes);
+  row_on_chip = row_on_chip && other.row_on_chip;
+  if (!other.row_fit.empty()) row_fit = row_fit.empty() ? other.row_fit : absl::StrCat(row_fit, "; ", other.row_fit);
+  memory_us += other.memory_us;
+  compute_us += other.compute_us;
+  launch_us += other.launch_us;
+  total_us += other.total_us;
+}
 
 std::string RunTimeEstimate::ToString() const {
   return absl::StrFormat(
       "read %d B, write %d B, %.3g flop, %.3g transc, mem %.2f us, compute %.2f us, launch %.1f us"
       "%s = %.2f us",
       bytes_read, bytes_written, flops, transcendentals, memory_us, compute_us, launch_us,
-      row_on_chip ? "" : absl::StrFormat(", chunked row (%d passes)", passes), total_us);
+      row_on_chip ? "" : absl::StrFormat(", streamed row, %d pass%s", passes, passes == 1 ? "" : "es"), total_us);
+}
+
+const char* WorkClassName(WorkClass work) {
+  switch (work) {
+    case WorkClass::kDataMovement: return "data_movement";
+    case WorkClass::kArithmetic: return "arithmetic";
+    case WorkClass::kTranscendental: return "transcendental";
+    case WorkClass::kRandom: return "random";
+    case WorkClass::kReduction: return "reduction";
+    case WorkClass::kComposite: return "composite";
+    case WorkClass::kMatmul: return "matmul";
+    case WorkClass::kAttention: return "attention";
+    case WorkClass::kUnclassified: return "unclassified";
+  }
+  return "?";
+}
+
+// No default case: a new op in ir/ops.def is a -Wswitch warning here, and
+// tests/passes/cost_model_test.cc walks the table for the rest.
+OpWork OpWorkOf(OpKind op) {
+  using W = WorkClass;
+  switch (op) {
+    case OpKind::kInput: case OpKind::kConstant:
+    case OpKind::kReshape: case OpKind::kTranspose: case OpKind::kSlice: case OpKind::kConcat:
+    case OpKind::kGather: case OpKind::kBroadcastTo:
+      return {W::kDataMovement, 0, 0};
+    case OpKind::kNeg: case OpKind::kAbs: case OpKind::kRelu: case OpKind::kCast: case OpKind::kLogicalNot:
+    case OpKind::kAdd: case OpKind::kSub: case OpKind::kMul: case OpKind::kDiv: case OpKind::kMaximum:
+    case OpKind::kMinimum: case OpKind::kEq: case OpKind::kNe: case OpKind::kLt: case OpKind::kLe:
+    case OpKind::kGt: case OpKind::kGe: case OpKind::kLogicalAnd: case OpKind::kLogicalOr:
+    case OpKind::kWhere: case OpKind::kIota:
+      return {W::kArithmetic, 1, 0};
+    case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt: case OpKind::kRsqrt:
+    case OpKind::kTanh: case OpKind::kSigmoid: case OpKind::kErf: case OpKind::kReciprocal:
+      return {W::kTranscendental, 1, 1};
+    case OpKind::kPow: return {W::kTranscendental, 2, 2};  // exp(b * log(a))
+    // The decomposed forms (passes/decompose.h): about 8 ALU ops around one erf/tanh/sigmoid.
+    case OpKind::kGelu: case OpKind::kGeluTanh: case OpKind::kSilu: return {W::kTranscendental, 8, 1};
+    // Philox4x32-10 serves 4 elements: 10 rounds x (2 mul-hi + 4 xor/add) / 4 + compare, scale.
+    case OpKind::kDropout: case OpKind::kDropoutGrad: return {W::kRandom, 17, 0};
+    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax: case OpKind::kReduceMin:
+      return {W::kReduction, 1, 0};
+    // Per input element, counting the ops of the decomposition (passes/decompose.h).
+    case OpKind::kSoftmax: case OpKind::kLogSoftmax: return {W::kComposite, 5, 1};  // max sub exp sum div
+    case OpKind::kLayerNorm: return {W::kComposite, 7, 0};     // mean sub mul mean mul, * w, + b
+    case OpKind::kRmsNorm: return {W::kComposite, 4, 0};       // mul mean mul, * w
+    case OpKind::kCrossEntropy: return {W::kComposite, 7, 1};  // max sub exp sum, eq where sum
+    case OpKind::kMatmul: return {W::kMatmul, 0, 0};
+    case OpKind::kAttention: return {W::kAttention, 0, 0};
+  }
+  return {};
 }
 
 NodeWork WorkOf(const Node* node) {
+  const OpWork w = OpWorkOf(node->op());
   double n = static_cast<double>(node->num_elements());
-  switch (node->op()) {
-    case OpKind::kExp: case OpKind::kLog: case OpKind::kSqrt: case OpKind::kRsqrt:
-    case OpKind::kTanh: case OpKind::kSigmoid: case OpKind::kErf: case OpKind::kReciprocal:
-      return {n, n};
-    case OpKind::kPow: return {2 * n, 2 * n};  // exp(b * log(a))
-    case OpKind::kGelu: case OpKind::kGeluTanh: case OpKind::kSilu: return {8 * n, n};
-    case OpKind::kDropout: case OpKind::kDropoutGrad:
-      // Philox4x32-10 serves 4 elements: 10 rounds x (2 mul-hi + 4 xor/add) / 4 + compare, scale.
-      return {17 * n, 0};
-    case OpKind::kReduceSum: case OpKind::kReduceMean: case OpKind::kReduceMax:
-    case OpKind::kReduceMin:
-      return {static_cast<double>(node->operand(0)->num_elements()), 0};
-    case OpKind::kMatmul: {
+  switch (w.work) {
+    case WorkClass::kMatmul: {
       const Shape& a = node->operand(0)->shape();
       return {2.0 * n * static_cast<double>(a.back()), 0};
     }
-    case OpKind::kAttention: {
+    case WorkClass::kAttention: {
       const Shape& q = node->operand(0)->shape();
       const Shape& k = node->operand(1)->shape();
       double batch_rows = static_cast<double>(NumElements(q)) / q.back();  // batch * S
@@ -42,10 +99,13 @@ NodeWork WorkOf(const Node* node) {
       if (node->attrs().GetBool("causal")) flops *= 0.5;
       return {flops, batch_rows * keys};  // one exp per score
     }
-    default:
-      if (node->category() == OpCategory::kPointwise) return {n, 0};
-      return {0, 0};  // leaves and layout: data movement only
+    case WorkClass::kReduction:
+    case WorkClass::kComposite:
+      n = static_cast<double>(node->operand(0)->num_elements());
+      break;
+    default: break;
   }
+  return {w.flops * n, w.transcendentals * n};
 }
 
 RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device) {
@@ -68,14 +128,12 @@ RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device) 
                                                  : device.matmul_bf16_flops_per_us;
     if (f32 && region.kind == RegionKind::kAttention) rate = device.matmul_f32_flops_per_us;
   }
-  if (region.kind == RegionKind::kRowReduction && region.row_length > device.RowBudgetValues()) {
-    e.row_on_chip = false;
-    // Row-shaped outputs need the statistics of the whole row first: a second pass.
-    bool row_outputs = std::any_of(region.outputs.begin(), region.outputs.end(), [&](const Node* n) {
-      return n->num_elements() == region.rows * region.row_length;
-    });
-    e.passes = row_outputs ? 2 : 1;
-    for (const Node* in : region.inputs) {
+  if (region.kind == RegionKind::kRowReduction) {
+    const RowFit fit = FitRowOnChip(region, device);
+    e.row_on_chip = fit.on_chip;
+    e.passes = fit.passes;
+    e.row_fit = fit.reason;
+    for (const Node* in : region.inputs) {  // every extra pass re-reads the row-shaped inputs
       if (in->num_elements() == region.rows * region.row_length) {
         e.bytes_read += (e.passes - 1) * in->num_bytes();
       }

@@ -1,6 +1,7 @@
 // DeviceSpec: the numbers the cost model prices with. Named specs (`h100`, `h200`) let
-// ahead-of-time compiles and tests run without a GPU; FromDevice (runtime) fills one from the
-// GPU in hand. Every constant below says where it came from.
+// ahead-of-time compiles and tests run without a GPU; api/compiler.h's ResolveDeviceSpec("auto")
+// builds one from the GPU in hand (DeviceSpecFromInfo: passes do not depend on the runtime).
+// Every constant below says where it came from.
 #ifndef KILN_PASSES_COST_DEVICE_SPEC_H_
 #define KILN_PASSES_COST_DEVICE_SPEC_H_
 

@@ -1,6 +1,9 @@
 // The fusion ledger as JSON: one record per line (KILN_DUMP=ledger, `kiln dump --format
 // jsonl`), or one document (`kiln dump --format json`). Written with RapidJSON's Writer so
-// names are escaped correctly.
+// names are escaped correctly. Every object says what it is in "record" ("decision" or
+// "region"); a region's "kind" is its region kind. Decisions name regions by merge-time id
+// ("producer_merge_id", "consumer_merge_ids"), which each final region carries as "merge_id"
+// next to its execution-order "id".
 #include <string>
 
 #include "passes/fusion/priority_fusion.h"
@@ -34,6 +37,13 @@ void Names(Writer& w, const char* key, const std::vector<std::string>& names) {
   w.EndArray();
 }
 
+void Ids(Writer& w, const char* key, const std::vector<int>& ids) {
+  w.Key(key);
+  w.StartArray();
+  for (int id : ids) w.Int(id);
+  w.EndArray();
+}
+
 void Terms(Writer& w, const char* key, const RunTimeEstimate& e) {
   w.Key(key);
   w.StartObject();
@@ -47,29 +57,31 @@ void Terms(Writer& w, const char* key, const RunTimeEstimate& e) {
   Int(w, "passes", e.passes);
   w.Key("row_on_chip");
   w.Bool(e.row_on_chip);
+  if (!e.row_fit.empty()) Str(w, "row_fit", e.row_fit);
   Num(w, "total_us", e.total_us);
   w.EndObject();
 }
 
 void WriteRecord(Writer& w, const FusionRecord& r) {
   w.StartObject();
-  Str(w, "kind", "decision");
+  Str(w, "record", "decision");
   Int(w, "step", r.step);
   Str(w, "event", r.event);
   if (r.event != "stop") {
     Str(w, "mode", r.mode);
-    Int(w, "producer_region", r.producer_id);
-    Int(w, "consumer_region", r.consumer_id);
+    Int(w, "producer_merge_id", r.producer_id);
+    Ids(w, "consumer_merge_ids", r.consumer_ids);
     Str(w, "producer_kind", r.producer_kind);
     if (!r.consumer_kind.empty()) Str(w, "consumer_kind", r.consumer_kind);
     Names(w, "producer", r.producer_nodes);
     Names(w, "consumer", r.consumer_nodes);
     Str(w, "verdict", r.verdict);
     Str(w, "rule", r.rule);
-    Num(w, "predicted_unfused_us", r.unfused_us);
-    Num(w, "predicted_fused_us", r.fused_us);
+    Num(w, "predicted_unfused_us", r.unfused_us());
+    Num(w, "predicted_fused_us", r.fused_us());
     Num(w, "saved_us", r.saved_us());
-    Terms(w, "fused_terms", r.fused_terms);
+    Terms(w, "unfused_terms", r.times.unfused);
+    Terms(w, "fused_terms", r.times.fused);
   }
   Str(w, "reason", r.reason);
   w.EndObject();
@@ -77,9 +89,10 @@ void WriteRecord(Writer& w, const FusionRecord& r) {
 
 void WriteRegion(Writer& w, const Region& region, const RunTimeEstimate& e) {
   w.StartObject();
-  Str(w, "kind", "region");
+  Str(w, "record", "region");
   Int(w, "id", region.id);
-  Str(w, "region_kind", RegionKindName(region.kind));
+  Int(w, "merge_id", region.merge_id);
+  Str(w, "kind", RegionKindName(region.kind));
   Str(w, "template", RegionTemplate(region.kind));
   std::vector<std::string> nodes, ops;
   for (const Node* n : region.nodes) {

@@ -79,6 +79,7 @@ FusionDecision MatmulEpilogue(const Region& merged) {
 // Every node of a row-reduction region must live in its row space [R x N]: row-shaped,
 // per-row (R elements), broadcast into the row ([N], [1, N]), a reduction over that row
 // space, or a final combine (a reduction of a per-row value to a scalar, and scalar work after it).
+// (A matmul or attention never gets here: a region holding one has that kind.)
 FusionDecision RowRegion(const Region& merged) {
   int64_t R = merged.rows, N = merged.row_length;
   for (const Node* n : merged.nodes) {
@@ -86,9 +87,6 @@ FusionDecision RowRegion(const Region& merged) {
         n->op() == OpKind::kGather) {
       return FusionDecision::Forbid("row-layout", absl::StrCat(OpName(n->op()), " ", n->name(),
                                                                " would reorder the row inside a row kernel"));
-    }
-    if (n->category() == OpCategory::kMatmul || n->category() == OpCategory::kAttention) {
-      return FusionDecision::Forbid("row-library", "matmul/attention cannot join a row kernel");
     }
     if (IsReduction(n)) {
       auto space = RowReductionSpace(n);

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/base/status.h"
 #include "passes/fusion/legality.h"
@@ -95,6 +96,56 @@ class FusionState {
     regions_.erase(id);
   }
 
+  // Puts p's nodes into every region of `consumers` (new ids, in that order) and drops p.
+  // A merge is the one-consumer case.
+  std::vector<int> Recompute(int p, const std::vector<int>& consumers) {
+    std::vector<int> ids;
+    for (int c : consumers) {
+      std::vector<Node*> merged = Union(p, c);
+      RemoveRegion(c);
+      ids.push_back(AddRegion(std::move(merged)));
+    }
+    RemoveRegion(p);
+    return ids;
+  }
+
+  // Regions in an order where every region comes after the regions it reads from, ready
+  // regions by their first node so the order follows the graph. Shorter than regions() when
+  // the region graph has a cycle.
+  std::vector<int> TopologicalOrder() const {
+    std::map<int, int> pending;
+    std::map<int, std::vector<int>> consumers;
+    for (const auto& [id, nodes] : regions_) pending[id];
+    for (const auto& [id, nodes] : regions_) {
+      for (int c : Consumers(id)) {
+        consumers[id].push_back(c);
+        ++pending[c];
+      }
+    }
+    absl::flat_hash_map<const Node*, int> position;
+    for (size_t i = 0; i < post_order_.size(); ++i) position[post_order_[i]] = i;
+    auto first = [&](int id) {
+      int best = 1 << 30;
+      for (const Node* n : regions_.at(id)) best = std::min(best, position.at(n));
+      return best;
+    };
+    std::set<std::pair<int, int>> ready;
+    for (const auto& [id, count] : pending) {
+      if (count == 0) ready.insert({first(id), id});
+    }
+    std::vector<int> order;
+    while (!ready.empty()) {
+      int id = ready.begin()->second;
+      ready.erase(ready.begin());
+      order.push_back(id);
+      for (int c : consumers[id]) {
+        if (--pending[c] == 0) ready.insert({first(c), c});
+      }
+    }
+    return order;
+  }
+  bool Acyclic() const { return TopologicalOrder().size() == regions_.size(); }
+
  private:
   bool Holds(int r, const Node* n) const {
     auto it = node_regions_.find(n);
@@ -130,6 +181,11 @@ struct Candidate {
   bool allowed = false;
 };
 
+constexpr char kMergeCycle[] =
+    "the consumer also reads the producer through another region; merging would create a cycle";
+constexpr char kRecomputeCycle[] =
+    "recomputing the producer in every consumer would create a cycle in the region graph";
+
 // Prices merging region p into region c.
 Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, int c) {
   Candidate cand;
@@ -139,27 +195,27 @@ Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, 
   rec.mode = "merge";
   rec.producer_id = p;
   rec.consumer_id = c;
+  rec.consumer_ids = {c};
   rec.producer_nodes = Names(rp.nodes);
   rec.consumer_nodes = Names(rc.nodes);
   rec.producer_kind = RegionKindName(rp.kind);
   rec.consumer_kind = RegionKindName(rc.kind);
   cand.consumers = {c};
   FusionDecision decision =
-      state.CreatesCycle(p, c)
-          ? FusionDecision::Forbid("cycle", "the consumer also reads the producer through another "
-                                            "region; merging would create a cycle")
-          : CanMerge(rp, rc, merged);
+      state.CreatesCycle(p, c) ? FusionDecision::Forbid("cycle", kMergeCycle) : CanMerge(rp, rc, merged);
   rec.rule = decision.rule();
   rec.reason = decision.reason();
-  rec.unfused_us = EstimateRunTime(rp, device).total_us + EstimateRunTime(rc, device).total_us;
-  rec.fused_terms = EstimateRunTime(merged, device);
-  rec.fused_us = rec.fused_terms.total_us;
+  rec.times.unfused = EstimateRunTime(rp, device);
+  rec.times.unfused.Add(EstimateRunTime(rc, device));
+  rec.times.fused = EstimateRunTime(merged, device);
   cand.allowed = decision.ok();
   rec.verdict = !decision.ok() ? "refuse" : Profitable(rec) ? "fuse" : "unprofitable";
   return cand;
 }
 
-// Prices recomputing pointwise producer p inside every one of its consumers.
+// Prices recomputing pointwise producer p inside every one of its consumers. Each merged
+// region is described on the state after the whole recompute, where no consumer reads the
+// producer from memory any more, and the cycle check runs on that region graph too.
 std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSpec& device, int p,
                                         const std::vector<int>& consumers, const Graph& graph) {
   Region rp = state.Describe(p);
@@ -167,83 +223,57 @@ std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSp
   for (const Graph::Output& out : graph.outputs()) {
     if (rp.Contains(out.node)) return std::nullopt;  // a graph output is written once, by its home
   }
+  FusionState after = state;
+  std::vector<int> merged_ids = after.Recompute(p, consumers);
   Candidate cand;
   FusionRecord& rec = cand.record;
   rec.mode = "recompute";
   rec.producer_id = p;
+  rec.consumer_ids = consumers;
   rec.producer_nodes = Names(rp.nodes);
   rec.producer_kind = RegionKindName(rp.kind);
-  rec.unfused_us = EstimateRunTime(rp, device).total_us;
+  rec.times.unfused = EstimateRunTime(rp, device);
   cand.allowed = true;
-  rec.rule = "recompute";
-  rec.reason = absl::StrCat("producer has ", consumers.size(), " consumer regions; recomputed in each");
-  for (int c : consumers) {
-    Region rc = state.Describe(c);
-    Region merged = state.Describe(-1, state.Union(p, c), {p, c});
+  cand.consumers = consumers;
+  FusionDecision refusal = FusionDecision::Allow("recompute");
+  for (size_t i = 0; i < consumers.size(); ++i) {
+    Region rc = state.Describe(consumers[i]);
+    Region merged = after.Describe(merged_ids[i]);
     for (const Node* n : rc.nodes) rec.consumer_nodes.push_back(n->name());
-    rec.unfused_us += EstimateRunTime(rc, device).total_us;
-    RunTimeEstimate fused = EstimateRunTime(merged, device);
-    // Inside each consumer the producer is internal: it must not be written again.
-    for (const Node* out : merged.outputs) {
-      if (rp.Contains(out)) fused.bytes_written -= out->num_bytes();
-    }
-    fused.memory_us = static_cast<double>(fused.bytes_read + fused.bytes_written) / device.dram_bytes_per_us;
-    fused.total_us = std::max(fused.memory_us, fused.compute_us) + fused.launch_us;
-    rec.fused_us += fused.total_us;
-    rec.fused_terms = fused;
+    rec.times.unfused.Add(EstimateRunTime(rc, device));
+    rec.times.fused.Add(EstimateRunTime(merged, device));
     FusionDecision decision = CanMerge(rp, rc, merged);
-    if (!decision.ok()) {
-      cand.allowed = false;
-      rec.rule = decision.rule();
-      rec.reason = absl::StrCat("recompute into ", rc.NodeList(2), ": ", decision.reason());
+    if (!decision.ok() && refusal.ok()) {
+      refusal = FusionDecision::Forbid(decision.rule(),
+                                       absl::StrCat("recompute into ", rc.NodeList(2), ": ", decision.reason()));
     }
-    if (state.CreatesCycle(p, c)) {
-      cand.allowed = false;
-      rec.rule = "cycle";
-      rec.reason = "recomputing would create a cycle";
-    }
-    cand.consumers.push_back(c);
   }
+  if (refusal.ok() && !after.Acyclic()) refusal = FusionDecision::Forbid("cycle", kRecomputeCycle);
+  cand.allowed = refusal.ok();
+  rec.rule = refusal.rule();
+  rec.reason = refusal.ok() ? absl::StrFormat("producer has %d consumer regions; recomputing it in each costs "
+                                              "%.2f us in all, against %.2f us with it written once",
+                                              consumers.size(), rec.fused_us(), rec.unfused_us())
+                            : refusal.reason();
   rec.verdict = !cand.allowed ? "refuse" : Profitable(rec) ? "fuse" : "unprofitable";
   return cand;
+}
+
+// Whether `cand` may still be applied to `state`: the regions it names are unchanged (its key
+// says so), but a merge elsewhere may have put a path between them.
+bool StillAcyclic(const FusionState& state, const Candidate& cand) {
+  if (cand.record.mode == "merge") return !state.CreatesCycle(cand.record.producer_id, cand.record.consumer_id);
+  FusionState after = state;
+  after.Recompute(cand.record.producer_id, cand.consumers);
+  return after.Acyclic();
 }
 
 std::string CandidateKey(const Candidate& c) {
   return absl::StrCat(c.record.mode, ":", c.record.producer_id, ">", absl::StrJoin(c.consumers, ","));
 }
 
-// Regions in an order where every region comes after the regions it reads from.
 std::vector<int> ExecutionOrder(const FusionState& state) {
-  std::map<int, int> pending;
-  std::map<int, std::vector<int>> consumers;
-  for (const auto& [id, nodes] : state.regions()) pending[id];
-  for (const auto& [id, nodes] : state.regions()) {
-    for (int c : state.Consumers(id)) {
-      consumers[id].push_back(c);
-      ++pending[c];
-    }
-  }
-  // Ready regions in order of their first node, so the order follows the graph.
-  absl::flat_hash_map<const Node*, int> position;
-  for (size_t i = 0; i < state.post_order().size(); ++i) position[state.post_order()[i]] = i;
-  auto first = [&](int id) {
-    int best = 1 << 30;
-    for (const Node* n : state.regions().at(id)) best = std::min(best, position.at(n));
-    return best;
-  };
-  std::set<std::pair<int, int>> ready;
-  for (const auto& [id, count] : pending) {
-    if (count == 0) ready.insert({first(id), id});
-  }
-  std::vector<int> order;
-  while (!ready.empty()) {
-    int id = ready.begin()->second;
-    ready.erase(ready.begin());
-    order.push_back(id);
-    for (int c : consumers[id]) {
-      if (--pending[c] == 0) ready.insert({first(c), c});
-    }
-  }
+  std::vector<int> order = state.TopologicalOrder();
   KILN_CHECK(order.size() == state.regions().size()) << "fusion produced a cyclic region graph";
   return order;
 }
@@ -303,13 +333,13 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
       const Candidate& cand = priced.at(key);
       if (!cand.allowed || !Profitable(cand.record)) continue;
       if (best != nullptr && cand.record.saved_us() <= best->record.saved_us()) continue;
-      if (cand.record.mode == "merge" && state.CreatesCycle(cand.record.producer_id, cand.record.consumer_id)) {
+      if (!StillAcyclic(state, cand)) {
         FusionRecord rec = cand.record;
         rec.event = "reprice";
         rec.step = plan.merges;
         rec.verdict = "cycle";
         rec.rule = "cycle";
-        rec.reason = "the consumer also reads the producer through another region; merging would create a cycle";
+        rec.reason = rec.mode == "merge" ? kMergeCycle : kRecomputeCycle;
         plan.records.push_back(rec);
         priced.at(key).allowed = false;
         continue;
@@ -336,15 +366,7 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
     FusionRecord fuse = best->record;
     fuse.event = "fuse";
     fuse.step = plan.merges;
-    std::vector<int> consumers = best->consumers;
-    int p = fuse.producer_id;
-    std::vector<Node*> producer_nodes = state.regions().at(p);
-    for (int c : consumers) {
-      std::vector<Node*> merged = state.Union(p, c);
-      state.RemoveRegion(c);
-      state.AddRegion(std::move(merged));
-    }
-    state.RemoveRegion(p);
+    state.Recompute(fuse.producer_id, best->consumers);
     plan.records.push_back(fuse);
     ++plan.merges;
   }
@@ -355,8 +377,11 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
     plan.fused_us += plan.estimates.back().total_us;
     plan.fused_bytes += plan.estimates.back().bytes_read + plan.estimates.back().bytes_written;
   }
-  // Renumber regions 0..n-1 in execution order for people; records keep the process ids.
-  for (size_t i = 0; i < plan.regions.size(); ++i) plan.regions[i].id = static_cast<int>(i);
+  // Renumber regions 0..n-1 in execution order for people; records keep the merge-time ids.
+  for (size_t i = 0; i < plan.regions.size(); ++i) {
+    plan.regions[i].merge_id = plan.regions[i].id;
+    plan.regions[i].id = static_cast<int>(i);
+  }
   // Every tensor a region reads is a graph input, a constant, or written by an earlier region.
   std::set<const Node*> written;
   for (const Region& r : plan.regions) {

@@ -3,7 +3,10 @@
 // stops when no merge saves time (or KILN_FUSION_FUEL merges have been made). A producer
 // read by several regions is either merged into one of them (and still written for the
 // others) or, when it is pure pointwise work and not a graph output, recomputed inside every
-// consumer; the model prices both and the ledger records both prices.
+// consumer; the model prices both, the larger saving wins, and the ledger records both prices.
+// A merge is refused when the consumer also reaches the producer through another region (a
+// cycle); a recompute is checked on the region graph after it, with every consumer holding
+// the producer.
 // The result is a FusionPlan: regions in execution order with their cost terms, and the
 // fusion ledger (every candidate, verdict, rule, reason and price).
 #ifndef KILN_PASSES_FUSION_PRIORITY_FUSION_H_
@@ -21,23 +24,26 @@
 
 namespace kiln {
 
-// One step of the fusion process. `consumer_id` is -1 and `consumers` lists every consumer
-// for a recompute candidate.
+// One step of the fusion process. Region ids here are merge-time ids: every merge makes a new
+// region with a fresh id, and a final region keeps its last one as Region::merge_id (the
+// final Region::id numbers the regions 0..n-1 in execution order).
 struct FusionRecord {
   int step = 0;                 // merges made before this record
   std::string event;            // "candidate" (first pricing), "reprice", "fuse", "stop"
   std::string mode;             // "merge" or "recompute"
   int producer_id = -1;
-  int consumer_id = -1;
+  int consumer_id = -1;         // a merge's consumer; -1 for a recompute
+  std::vector<int> consumer_ids;  // every consumer (a merge: {consumer_id})
   std::vector<std::string> producer_nodes;
-  std::vector<std::string> consumer_nodes;
+  std::vector<std::string> consumer_nodes;  // a recompute: every consumer's nodes
   std::string producer_kind, consumer_kind;
   std::string verdict;          // "fuse", "refuse", "unprofitable", "cycle"
   std::string rule, reason;
-  double unfused_us = 0, fused_us = 0;
-  RunTimeEstimate fused_terms;
+  RunTimes times;               // unfused: the regions as they are; fused: after the step
 
-  double saved_us() const { return unfused_us - fused_us; }
+  double unfused_us() const { return times.unfused.total_us; }
+  double fused_us() const { return times.fused.total_us; }
+  double saved_us() const { return times.saved_us(); }
 };
 
 struct FusionPlan {

@@ -37,7 +37,8 @@ bool IsPureLayout(const Node* node);  // reshape/transpose/slice/concat/gather/b
 bool IsInlinedConstant(const Node* node);  // a one-element constant: a literal in the kernel
 
 struct Region {
-  int id = -1;
+  int id = -1;                 // a plan's regions: 0..n-1 in execution order
+  int merge_id = -1;           // the id priority fusion knew it by (the ledger's decisions name these)
   RegionKind kind = RegionKind::kPointwise;
   std::vector<Node*> nodes;    // in graph post order
   std::vector<Node*> inputs;   // tensors read from memory, in first-use order

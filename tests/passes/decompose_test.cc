@@ -35,6 +35,70 @@ TEST(DecomposeTest, SoftmaxIsMaxSubExpSumDiv) {
   )")) << out;
 }
 
+TEST(DecomposeTest, LogSoftmaxSubtractsTheLogOfTheSumFromTheShiftedRow) {
+  std::string out = Decomposed(R"(graph g(x: f32[4,8]) {
+    y: f32[4,8] = log_softmax(x) {axis = 1}
+    return y
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: y.reduce_max: f32[4,1] = reduce_max(x) {axes = [1], keep_dims = true}
+    CHECK-NEXT: y.sub: f32[4,8] = sub(x, y.reduce_max)
+    CHECK-NEXT: y.exp: f32[4,8] = exp(y.sub)
+    CHECK-NEXT: y.reduce_sum: f32[4,1] = reduce_sum(y.exp) {axes = [1], keep_dims = true}
+    CHECK-NEXT: y.log: f32[4,1] = log(y.reduce_sum)
+    CHECK-NEXT: y: f32[4,8] = sub(y.sub, y.log)
+    CHECK-NOT: div(
+  )")) << out;
+}
+
+TEST(DecomposeTest, GeluIsHalfXTimesOnePlusErfOfXOverSqrt2) {
+  std::string out = Decomposed(R"(graph g(x: f32[4,8]) {
+    y: f32[4,8] = gelu(x)
+    return y
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: constant() {data = [0.70710677]}
+    CHECK-NEXT: y.mul: f32[4,8] = mul(x, y.c)
+    CHECK-NEXT: y.erf: f32[4,8] = erf(y.mul)
+    CHECK: y.add: f32[4,8] = add(y.erf, y.c.1)
+    CHECK: constant() {data = [0.5]}
+    CHECK-NEXT: y.mul.1: f32[4,8] = mul(x, y.c.2)
+    CHECK-NEXT: y: f32[4,8] = mul(y.mul.1, y.add)
+    CHECK-NOT: tanh
+  )")) << out;
+}
+
+TEST(DecomposeTest, GeluTanhIsTheCubicTanhApproximation) {
+  std::string out = Decomposed(R"(graph g(x: f32[4,8]) {
+    y: f32[4,8] = gelu_tanh(x)
+    return y
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: y.mul: f32[4,8] = mul(x, x)
+    CHECK-NEXT: y.mul.1: f32[4,8] = mul(y.mul, x)
+    CHECK-NEXT: constant() {data = [0.044715]}
+    CHECK-NEXT: y.mul.2: f32[4,8] = mul(y.mul.1, y.c)
+    CHECK-NEXT: y.add: f32[4,8] = add(x, y.mul.2)
+    CHECK-NEXT: constant() {data = [0.7978846]}
+    CHECK-NEXT: y.mul.3: f32[4,8] = mul(y.add, y.c.1)
+    CHECK-NEXT: y.tanh: f32[4,8] = tanh(y.mul.3)
+    CHECK: y: f32[4,8] = mul(y.mul.4, y.add.1)
+    CHECK-NOT: erf
+  )")) << out;
+}
+
+TEST(DecomposeTest, SiluIsXTimesSigmoidX) {
+  std::string out = Decomposed(R"(graph g(x: bf16[4,8]) {
+    y: bf16[4,8] = silu(x)
+    return y
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: y.sigmoid: bf16[4,8] = sigmoid(x)
+    CHECK-NEXT: y: bf16[4,8] = mul(x, y.sigmoid)
+    CHECK-NOT: silu
+  )")) << out;
+}
+
 TEST(DecomposeTest, RmsNormUsesRsqrtOfMeanSquare) {
   std::string out = Decomposed(R"(graph g(x: bf16[4,8], w: bf16[8]) {
     y: bf16[4,8] = rms_norm(x, w) {axis = 1, eps = 1e-06}

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "tests/passes/pass_test_util.h"
 
@@ -70,6 +71,65 @@ TEST(PassPipelineTest, DumpWritesOneFilePerChangingPass) {
   }
   EXPECT_GE(files, 2);
   EXPECT_TRUE(decompose_file);
+}
+
+TEST(PassPipelineTest, UnknownDisabledPassIsAnErrorListingValidNames) {
+  auto g = testing::Parse(kSoftmax);
+  DebugOptions options;
+  options.disabled_passes = {"cse", "constant_folding"};
+  auto records = DefaultPipeline().Run(*g, options);
+  ASSERT_FALSE(records.ok());
+  EXPECT_EQ(records.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(records.status().message().find("unknown pass \"constant_folding\"; valid names are canonicalize, "
+                                            "constant_fold, cse, dce, decompose, lower_attention, match_attention"),
+            std::string::npos) << records.status();
+}
+
+// Every pass reports the nodes it removed and what holds their value now.
+TEST(PassPipelineTest, RemovedNodesNameWhatHoldsTheirValue) {
+  auto g = testing::Parse(R"(graph g(x: f32[4,8]) {
+    c: f32[4,8] = cast(x) {dtype = "f32"}
+    a: f32[4,8] = exp(c)
+    b: f32[4,8] = exp(c)
+    dead: f32[4,8] = neg(x)
+    y: f32[4,8] = add(a, b)
+    return y
+  })");
+  auto records = DefaultPipeline().Run(*g, DebugOptions{});
+  ASSERT_TRUE(records.ok()) << records.status();
+  std::map<std::string, std::string> removed;  // "pass:node" -> now
+  for (const PassRecord& r : *records) {
+    for (const RemovedNode& n : r.removed) removed[r.name + ":" + n.name] = n.now;
+  }
+  EXPECT_EQ(removed.size(), 3u);
+  EXPECT_EQ(removed["canonicalize:c"], "x");  // the no-op cast's users read x
+  EXPECT_EQ(removed["cse:b"], "a");           // the duplicate's users read the node kept
+  ASSERT_EQ(removed.count("canonicalize:dead"), 1u);  // swept with the cast: nothing holds it
+  EXPECT_EQ(removed["canonicalize:dead"], "");
+}
+
+// A pass that breaks the graph (here: repoints an operand to a tensor of another shape, which
+// only a buggy rewrite can do) is caught by the pipeline's verifier, which names the pass.
+class BreakShapes : public Pass {
+ public:
+  const char* name() const override { return "break_shapes"; }
+  const char* summary() const override { return "a deliberately broken pass"; }
+  absl::StatusOr<bool> Run(Graph& graph) override {
+    graph.ReplaceOperand(graph.FindNode("y"), 0, graph.FindNode("r"));
+    return true;
+  }
+};
+
+TEST(PassPipelineDeathTest, ABrokenPassIsCaughtByTheVerifier) {
+  ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+  PassPipeline pipeline;
+  pipeline.Add(std::make_unique<BreakShapes>());
+  auto g = testing::Parse(R"(graph g(x: f32[4,8]) {
+    r: f32[4] = reduce_sum(x) {axes = [1], keep_dims = false}
+    y: f32[4,8] = exp(x)
+    return y, r
+  })");
+  EXPECT_DEATH((void)pipeline.Run(*g, DebugOptions{}), "graph invalid after pass break_shapes");
 }
 
 TEST(DebugOptionsTest, UnknownDumpNameIsAnErrorListingValidNames) {

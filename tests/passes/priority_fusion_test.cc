@@ -2,6 +2,9 @@
 // the ledger and fuel mechanics.
 #include "passes/fusion/priority_fusion.h"
 
+#include <map>
+#include <set>
+
 #include "passes/pass_pipeline.h"
 #include "rapidjson/document.h"
 #include "tests/passes/pass_test_util.h"
@@ -102,6 +105,135 @@ TEST(PriorityFusionTest, TransformerBlockIsLibraryCallsAttentionAndFusedNorms) {
   }
 }
 
+// Decisions name regions by merge-time id; a final region carries its own as merge_id, and a
+// decision naming that id names exactly the region's nodes.
+TEST(PriorityFusionTest, DecisionIdsJoinTheFinalRegionsThroughMergeId) {
+  FusionPlan plan = PlanExample("transformer_block");
+  std::map<int, const Region*> by_merge_id;
+  for (const Region& r : plan.regions) {
+    EXPECT_TRUE(by_merge_id.emplace(r.merge_id, &r).second) << "merge_id " << r.merge_id << " twice";
+  }
+  int joined = 0;
+  for (const FusionRecord& rec : plan.records) {
+    auto it = by_merge_id.find(rec.producer_id);
+    if (rec.event == "stop" || it == by_merge_id.end()) continue;
+    std::vector<std::string> names;
+    for (const Node* n : it->second->nodes) names.push_back(n->name());
+    EXPECT_EQ(rec.producer_nodes, names) << "step " << rec.step;
+    ++joined;
+  }
+  EXPECT_GT(joined, 0);
+}
+
+// s1 and s2 both want to join c, but a column-reduction region holds one reduction: the merge
+// that saves more (s2's output is 64 times larger, so keeping it on chip saves more bytes)
+// goes first although s1's candidate comes first in the graph, and then s1's is refused.
+TEST(PriorityFusionTest, OfTwoCompetingMergesTheLargerSavingWins) {
+  auto g = testing::Parse(R"(graph g(x: f32[4096,256], y: f32[4096,64,256]) {
+    s1: f32[256] = reduce_sum(x) {axes = [0], keep_dims = false}
+    s2: f32[64,256] = reduce_sum(y) {axes = [0], keep_dims = false}
+    c: f32[64,256] = add(s1, s2)
+    return c
+  })");
+  ASSERT_NE(g, nullptr);
+  auto plan = PlanFusion(*g, H100Spec());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const FusionRecord *first = nullptr, *fused = nullptr, *later = nullptr;
+  for (const FusionRecord& r : plan->records) {
+    if (r.event == "candidate" && r.producer_nodes == std::vector<std::string>{"s1"}) first = &r;
+    if (r.event == "fuse") fused = &r;
+    if (r.step == 1 && r.producer_nodes == std::vector<std::string>{"s1"}) later = &r;
+  }
+  ASSERT_TRUE(first && fused && later);
+  EXPECT_EQ(first->verdict, "fuse");  // legal and profitable on its own
+  EXPECT_EQ(fused->producer_nodes, std::vector<std::string>{"s2"});
+  EXPECT_GT(fused->saved_us(), first->saved_us());
+  EXPECT_EQ(later->verdict, "refuse");
+  EXPECT_EQ(later->rule, "other-reduction");
+  EXPECT_EQ(plan->num_kernels(), 2) << Describe(*plan);
+}
+
+// At every step the merge taken saves at least as much as every other legal, profitable
+// candidate still live then (none of its regions merged away, not found to be a cycle).
+TEST(PriorityFusionTest, EveryStepTakesTheLargestLiveSaving) {
+  FusionPlan plan = PlanExample("transformer_block");
+  std::set<int> gone;
+  std::map<std::string, const FusionRecord*> live;  // latest pricing per candidate
+  auto key = [](const FusionRecord& r) {
+    std::string k = r.mode + ":" + std::to_string(r.producer_id) + ">";
+    for (int c : r.consumer_ids) k += std::to_string(c) + ",";
+    return k;
+  };
+  int steps = 0;
+  for (const FusionRecord& r : plan.records) {
+    if (r.event == "candidate" || r.event == "reprice") {
+      if (r.verdict == "fuse") live[key(r)] = &r;
+      else live.erase(key(r));  // refused, e.g. found to be a cycle at pick time
+      continue;
+    }
+    if (r.event != "fuse") continue;
+    for (const auto& [k, cand] : live) {
+      bool stale = gone.count(cand->producer_id) > 0;
+      for (int c : cand->consumer_ids) stale |= gone.count(c) > 0;
+      if (!stale) EXPECT_GE(r.saved_us() + 1e-9, cand->saved_us()) << "step " << r.step << ": " << k;
+    }
+    gone.insert(r.producer_id);
+    gone.insert(r.consumer_ids.begin(), r.consumer_ids.end());
+    ++steps;
+  }
+  EXPECT_EQ(steps, plan.merges);
+}
+
+std::map<RegionKind, int> KindCounts(const FusionPlan& plan) {
+  std::map<RegionKind, int> counts;
+  for (const Region& r : plan.regions) ++counts[r.kind];
+  return counts;
+}
+
+// The block with attention written out as an exporter writes it (matmul with k transposed,
+// division by sqrt(d), a lower-triangular keep mask, softmax, matmul) plans like the composite
+// form: one causal attention region and the same regions otherwise.
+TEST(PriorityFusionTest, TransformerBlockWithAttentionWrittenOutPlansLikeTheComposite) {
+  auto composite = testing::LoadExample("small/transformer_block");
+  ASSERT_NE(composite, nullptr);
+  std::string text = PrintGraph(*composite);
+  const std::string line = "  attn: bf16[1,4,7,10] = attention(q, k, v) {causal = true, scale = 0.0}\n";
+  size_t at = text.find(line);
+  ASSERT_NE(at, std::string::npos) << text;
+  std::string keep;
+  for (int i = 0; i < 7; ++i) {
+    for (int j = 0; j < 7; ++j) keep += std::string(i || j ? ", " : "") + (j <= i ? "1" : "0");
+  }
+  text.replace(at, line.size(), R"(  kt: bf16[1,4,10,7] = transpose(k) {perm = [0, 1, 3, 2]}
+  s: bf16[1,4,7,7] = matmul(q, kt)
+  sqrt_d: bf16[] = constant() {data = [3.1622777]}
+  ss: bf16[1,4,7,7] = div(s, sqrt_d)
+  keep: bool[7,7] = constant() {data = [)" + keep + R"(]}
+  ninf: bf16[] = constant() {data = [-inf]}
+  sm: bf16[1,4,7,7] = where(keep, ss, ninf)
+  p: bf16[1,4,7,7] = softmax(sm) {axis = 3}
+  attn: bf16[1,4,7,10] = matmul(p, v)
+)");
+  auto written = testing::Parse(text);
+  ASSERT_NE(written, nullptr);
+  ASSERT_TRUE(DefaultPipeline().Run(*written, DebugOptions{}).ok());
+  auto plan = PlanFusion(*written, H100Spec());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  FusionPlan reference = PlanExample("small/transformer_block");
+  EXPECT_EQ(plan->num_kernels(), reference.num_kernels()) << Describe(*plan) << "vs\n" << Describe(reference);
+  EXPECT_EQ(KindCounts(*plan), KindCounts(reference)) << Describe(*plan);
+  int attention = 0;
+  for (const Region& r : plan->regions) {
+    for (const Node* n : r.nodes) {
+      if (n->op() != OpKind::kAttention) continue;
+      ++attention;
+      EXPECT_TRUE(n->attrs().GetBool("causal")) << n->ToString();
+      EXPECT_EQ(n->num_operands(), 3) << "the mask became causal, not an operand: " << n->ToString();
+    }
+  }
+  EXPECT_EQ(attention, 1) << Describe(*plan);
+}
+
 TEST(PriorityFusionTest, FuelStopsAfterNMerges) {
   FusionPlan none = PlanExample("layernorm", {.fuel = 0});
   EXPECT_EQ(none.merges, 0);
@@ -119,11 +251,18 @@ TEST(PriorityFusionTest, LedgerJsonHasRegionsAndDecisions) {
   ASSERT_FALSE(doc.HasParseError());
   ASSERT_TRUE(doc["regions"].IsArray());
   EXPECT_EQ(doc["regions"].Size(), plan.regions.size());
-  EXPECT_STREQ(doc["regions"][0]["region_kind"].GetString(), "row_reduction");
+  EXPECT_STREQ(doc["regions"][0]["kind"].GetString(), "row_reduction");
+  EXPECT_STREQ(doc["regions"][0]["record"].GetString(), "region");
+  EXPECT_TRUE(doc["regions"][0]["nodes"].IsArray());
   ASSERT_TRUE(doc["decisions"].IsArray());
   int fused = 0;
   for (const auto& d : doc["decisions"].GetArray()) {
-    if (std::string(d["event"].GetString()) == "fuse") ++fused;
+    if (std::string(d["event"].GetString()) != "fuse") continue;
+    ++fused;
+    // Both sides of the price, with their terms.
+    EXPECT_DOUBLE_EQ(d["unfused_terms"]["total_us"].GetDouble(), d["predicted_unfused_us"].GetDouble());
+    EXPECT_DOUBLE_EQ(d["fused_terms"]["total_us"].GetDouble(), d["predicted_fused_us"].GetDouble());
+    EXPECT_GT(d["unfused_terms"]["bytes_read"].GetInt64(), d["fused_terms"]["bytes_read"].GetInt64());
   }
   EXPECT_EQ(fused, plan.merges);
   // Every line of the JSON-lines form parses on its own.

@@ -402,6 +402,10 @@ TEST(KilnDumpTest, ReportShowsRegionsRefusalsAndSummary) {
   EXPECT_NE(r.out.find("consumer-matmul: consumer is a matmul"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("-> 8 kernels"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("predicted"), std::string::npos);
+  EXPECT_NE(r.out.find("passes: canonicalize "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ms, match_attention "), std::string::npos) << r.out;  // each pass with its time
+  EXPECT_NE(r.out.find("  row fit: row of 1024 bf16 values x 1 input fits the register budget"), std::string::npos)
+      << r.out;
 }
 
 // A `kiln bench --json` record puts the measured time next to each prediction; a record of
@@ -424,16 +428,17 @@ TEST(KilnDumpTest, JsonHasRegionsWithKindsAndDecisions) {
   Result r = RunKiln("dump --format json " + Quote(Example("small/add_rmsnorm.json")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("{\"graph\":\"add_rmsnorm\"", 0), 0u) << r.out.substr(0, 200);
-  EXPECT_NE(r.out.find("\"regions\":[{\"kind\":\"region\""), std::string::npos);
-  EXPECT_NE(r.out.find("\"region_kind\":\"row_reduction\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"regions\":[{\"record\":\"region\",\"id\":0,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"kind\":\"row_reduction\",\"template\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("region_kind"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"decisions\":["), std::string::npos);
 }
 
 TEST(KilnDumpTest, JsonLinesAndDotFormats) {
   Result lines = RunKiln("dump --format jsonl " + Quote(Example("small/softmax.json")));
   ASSERT_EQ(lines.exit_code, 0) << lines.err;
-  EXPECT_NE(lines.out.find("{\"kind\":\"decision\",\"step\":0,\"event\":\"candidate\""), std::string::npos);
-  EXPECT_NE(lines.out.find("\n{\"kind\":\"region\""), std::string::npos);
+  EXPECT_NE(lines.out.find("{\"record\":\"decision\",\"step\":0,\"event\":\"candidate\""), std::string::npos);
+  EXPECT_NE(lines.out.find("\n{\"record\":\"region\""), std::string::npos);
   Result dot = RunKiln("dump --format dot " + Quote(Example("small/softmax.json")));
   ASSERT_EQ(dot.exit_code, 0) << dot.err;
   EXPECT_EQ(dot.out.rfind("digraph", 0), 0u);
@@ -453,6 +458,41 @@ TEST(KilnDumpTest, WhyExplainsEveryNodeAndNamesUnknownOnes) {
   EXPECT_NE(missing.err.find("no node \"y.nope\""), std::string::npos) << missing.err;
 }
 
+// --why on a node of the input graph a pass removed follows its value to the node that holds
+// it; on a recomputed node it lists every region that computes it.
+TEST(KilnDumpTest, WhyFollowsRemovedNodesAndListsEveryRegionOfARecomputedOne) {
+  fs::path graph = TestDir() / "why.json";
+  std::ofstream(graph) << R"({"kiln_graph": 1, "name": "why",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [1024, 1024]}, {"name": "w", "dtype": "f32", "shape": [1024, 1024]}],
+    "nodes": [{"name": "c", "op": "cast", "inputs": ["x"], "attrs": {"dtype": "f32"}},
+              {"name": "a", "op": "neg", "inputs": ["c"]},
+              {"name": "a2", "op": "neg", "inputs": ["c"]},
+              {"name": "u", "op": "add", "inputs": ["a", "w"]},
+              {"name": "m", "op": "matmul", "inputs": ["u", "w"]},
+              {"name": "v", "op": "mul", "inputs": ["a2", "m"]}],
+    "outputs": ["v"]})";
+  Result cast = RunKiln("dump --why c " + Quote(graph.string()));
+  ASSERT_EQ(cast.exit_code, 0) << cast.err;
+  EXPECT_EQ(cast.out.rfind("node c was removed by canonicalize; its value is now x\nnode x: f32[1024,1024] = input()", 0),
+            0u) << cast.out;
+  Result duplicate = RunKiln("dump --why a2 " + Quote(graph.string()));
+  ASSERT_EQ(duplicate.exit_code, 0) << duplicate.err;
+  EXPECT_EQ(duplicate.out.rfind("node a2 was removed by cse; its value is now a\nnode a: f32[1024,1024] = neg(x)", 0),
+            0u) << duplicate.out;
+  EXPECT_NE(duplicate.out.find("is recomputed in 2 regions"), std::string::npos) << duplicate.out;
+  EXPECT_NE(duplicate.out.find("  is in region 0 (pointwise) with: a, u"), std::string::npos) << duplicate.out;
+  EXPECT_NE(duplicate.out.find("  is in region 2 (pointwise) with: a, v"), std::string::npos) << duplicate.out;
+}
+
+TEST(KilnDumpTest, UnknownDisabledPassIsAUsageError) {
+  setenv("KILN_DISABLE_PASSES", "cse,no_such_pass", 1);
+  Result r = RunKiln("dump " + Quote(Example("small/softmax.json")));
+  unsetenv("KILN_DISABLE_PASSES");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown pass \"no_such_pass\"; valid names are canonicalize, constant_fold, cse"),
+            std::string::npos) << r.err;
+}
+
 TEST(KilnDumpTest, AfterShowsTheGraphAfterAPass) {
   Result r = RunKiln("dump --after decompose " + Quote(Example("small/layernorm.json")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -467,6 +507,15 @@ TEST(KilnDumpTest, BadUsageExitsTwo) {
   EXPECT_EQ(RunKiln("dump --format yaml " + Quote(Example("small/softmax.json"))).exit_code, 2);
   EXPECT_EQ(RunKiln("dump --device a100 " + Quote(Example("small/softmax.json"))).exit_code, 2);
   EXPECT_EQ(RunKiln("dump").exit_code, 2);
+}
+
+// --device auto prices on this GPU's query, or on the h100 spec without a GPU, and says which.
+TEST(KilnDumpTest, DeviceAutoNamesWhatItPricedOn) {
+  Result r = RunKiln("dump --device auto " + Quote(Example("small/softmax.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string header = r.out.substr(0, r.out.find('\n'));
+  bool gpu = header.find("(sm_") != std::string::npos;
+  EXPECT_TRUE(gpu || header.find("h100 (auto: no GPU)") != std::string::npos) << header;
 }
 
 TEST(KilnDumpTest, FuelStopsFusionAndSaysSo) {

@@ -1,0 +1,108 @@
+// lower_attention: attention becomes matmul, guarded softmax and matmul; each case states one
+// property, IR text in, CHECK lines out, and the lowered graph computes what attention does.
+#include "passes/lower_attention.h"
+
+#include <cmath>
+
+#include "ir/interpreter.h"
+#include "tests/passes/pass_test_util.h"
+#include "tests/testing/filecheck.h"
+
+namespace kiln {
+namespace {
+
+using testing::Parse;
+using testing::RunPass;
+
+constexpr char kCausal[] = R"(graph g(q: f32[2,5,4], k: f32[2,6,4], v: f32[2,6,3]) {
+    a: f32[2,5,3] = attention(q, k, v) {causal = true, scale = 0.0}
+    return a
+  })";
+
+// The interpreter's attention (its reference semantics) against the lowered graph.
+void ExpectSameValues(const std::string& text) {
+  auto original = Parse(text);
+  auto lowered = Parse(text);
+  LowerAttention pass;
+  ASSERT_TRUE(RunPass(pass, *lowered));
+  std::map<std::string, Tensor> inputs = RandomInputs(*original, 3);
+  auto want = Interpret(*original, inputs);
+  auto got = Interpret(*lowered, inputs);
+  ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+  const Tensor &a = (*want)[0], &b = (*got)[0];
+  ASSERT_EQ(a.num_elements(), b.num_elements());
+  for (int64_t e = 0; e < a.num_elements(); ++e) {
+    ASSERT_NEAR(a.GetF64(e), b.GetF64(e), 1e-5 * (1 + std::abs(a.GetF64(e)))) << "element " << e;
+  }
+}
+
+TEST(LowerAttentionTest, CausalAttentionIsMatmulMaskedGuardedSoftmaxMatmul) {
+  auto g = Parse(kCausal);
+  LowerAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  std::string out = PrintGraph(*g);
+  // scale 0 means 1 / sqrt(D) = 0.5; the query index is per row, the key index along it.
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: transpose(k) {perm = [0, 2, 1]}
+    CHECK: matmul(q,
+    CHECK: constant() {data = [0.5]}
+    CHECK: mul(
+    CHECK: iota() {axis = 1, dtype = "i32", shape = [2, 5, 1]}
+    CHECK: iota() {axis = 0, dtype = "i32", shape = [6]}
+    CHECK: le(
+    CHECK: where(
+    CHECK: reduce_max(
+    CHECK: eq(
+    CHECK: exp(
+    CHECK: reduce_sum(
+    CHECK: div(
+    CHECK: a: f32[2,5,3] = matmul(
+    CHECK-NOT: attention(
+  )")) << out;
+  ExpectSameValues(kCausal);
+}
+
+TEST(LowerAttentionTest, AnAdditiveMaskIsAddedAfterTheScale) {
+  constexpr char kMasked[] = R"(graph g(q: f32[1,3,4], k: f32[1,3,4], v: f32[1,3,4], m: f32[1,3,3]) {
+    a: f32[1,3,4] = attention(q, k, v, m) {causal = false, scale = 0.25}
+    return a
+  })";
+  auto g = Parse(kMasked);
+  LowerAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  std::string out = PrintGraph(*g);
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: constant() {data = [0.25]}
+    CHECK: mul(
+    CHECK: , m)
+    CHECK-NOT: iota
+  )")) << out;
+  ExpectSameValues(kMasked);
+}
+
+// A fully masked row gives zeros, as attention defines it, not the NaN of softmax's 0 / 0.
+TEST(LowerAttentionTest, AFullyMaskedRowGivesZeros) {
+  auto g = Parse(R"(graph g(q: f32[1,2,4], k: f32[1,2,4], v: f32[1,2,4]) {
+    m: f32[1,2,2] = constant() {data = [-inf, -inf, 0, 0]}
+    a: f32[1,2,4] = attention(q, k, v, m) {causal = false, scale = 0.0}
+    return a
+  })");
+  LowerAttention pass;
+  ASSERT_TRUE(RunPass(pass, *g));
+  auto out = Interpret(*g, RandomInputs(*g, 5));
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int64_t e = 0; e < 4; ++e) EXPECT_EQ((*out)[0].GetF64(e), 0.0) << e;
+  EXPECT_TRUE(std::isfinite((*out)[0].GetF64(4)));
+}
+
+TEST(LowerAttentionTest, GraphsWithoutAttentionAreUnchanged) {
+  auto g = Parse(R"(graph g(x: f32[4,8]) {
+    s: f32[4,8] = softmax(x) {axis = 1}
+    return s
+  })");
+  LowerAttention pass;
+  EXPECT_FALSE(RunPass(pass, *g));
+}
+
+}  // namespace
+}  // namespace kiln
