@@ -25,6 +25,10 @@ namespace kiln {
 //  * float -> int cast truncates toward zero, NaN/inf give 0, out-of-range values saturate;
 //  * relu, maximum, minimum, reduce_max and reduce_min propagate NaN;
 //  * integer arithmetic wraps modulo 2^64 before narrowing; reduce_mean of integers truncates;
+//  * softmax and log_softmax of a row of all -inf are NaN (-inf - -inf), as in torch;
+//  * layer_norm of a constant row gives the bias (or 0 without one): the mean of a row of
+//    stored values is exact in double, so x - mean is exactly 0; with eps = 0 that is
+//    0 / 0, NaN;
 //  * cross_entropy "mean" with every row ignored is NaN (0 / 0, as in torch);
 //  * attention rows whose scores are all -inf give 0 (FlashAttention's convention);
 //  * dropout selects (a dropped NaN gives 0) and scales kept values in float (docs/dropout.md).

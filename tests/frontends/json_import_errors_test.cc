@@ -2,7 +2,14 @@
 // each bad document must fail with the expected status code, a message that starts with the
 // source name and the place (a JSON path, or line:column for malformed JSON), and the key
 // phrase that says what was expected. Also: a 1,000,000-deep nesting is refused (no crash),
-// the size limit, and ImportJsonGraphFile's own file errors.
+// the size limit, ImportJsonGraphFile's own file errors, and the one rule that is the
+// verifier's rather than the importer's (at least one output).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/json/json_graph.h"
 #include "gtest/gtest.h"
+#include "ir/verifier.h"
 
 namespace kiln {
 namespace {
@@ -271,7 +279,10 @@ TEST(JsonImportErrorsTest, EveryRuleNamesThePlaceAndWhatWasExpected) {
   for (const ErrorCase& c : Cases()) {
     SCOPED_TRACE(absl::StrCat("rule: ", c.rule, "\njson: ", c.json));
     auto graph = ImportJsonGraph(c.json, "", "t.json");
-    ASSERT_FALSE(graph.ok()) << "accepted";
+    if (graph.ok()) {
+      ADD_FAILURE() << "accepted";
+      continue;  // the other rules still run
+    }
     std::string message(graph.status().message());
     EXPECT_TRUE(absl::StartsWith(message, absl::StrCat("t.json", c.place)))
         << "expected the message to start with t.json" << c.place << ": " << message;
@@ -324,6 +335,51 @@ TEST(JsonImportErrorsTest, MissingGraphFile) {
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(graph.status().message(), "/nonexistent/kiln/graph.json: no such file");
+}
+
+// A fresh folder under the temp dir, removed (with what the test wrote) at the end.
+class GraphFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (std::filesystem::temp_directory_path() / "kiln_json_file_XXXXXX").string();
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(GraphFileTest, ADirectoryIsNotAGraphFile) {
+  // Fails for every user, root included: opening a directory for reading succeeds on Linux.
+  const std::string path = (dir_ / "graph.json").string();
+  std::filesystem::create_directory(path);
+  auto graph = ImportJsonGraphFile(path);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(graph.status().message(), path + ": is a directory, not a graph file");
+}
+
+TEST_F(GraphFileTest, AnUnreadableFileIsPermissionDenied) {
+  const std::string path = (dir_ / "graph.json").string();
+  std::ofstream(path) << Doc().Text();
+  ASSERT_EQ(chmod(path.c_str(), 0), 0);
+  if (access(path.c_str(), R_OK) == 0) GTEST_SKIP() << "mode 000 is readable here (root)";
+  auto graph = ImportJsonGraphFile(path);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(graph.status().message(), path + ": cannot open the file");
+}
+
+TEST(JsonImportErrorsTest, NoOutputsImportsButDoesNotVerify) {
+  // The importer reads what the document says; "at least one output" is the verifier's rule,
+  // so `kiln check` and every other command refuse the graph (exit code 2).
+  Doc d;
+  d.outputs = "[]";
+  auto graph = ImportJsonGraph(d.Text(), "", "t.json");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::Status status = Verify(**graph);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "graph g has no outputs");
 }
 
 }  // namespace

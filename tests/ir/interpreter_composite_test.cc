@@ -140,6 +140,10 @@ TEST(InterpreterComposite, LayerNormOfAConstantRowIsTheBias) {
       return v;
     }());
     EXPECT_EQ(Values(MustRun(OpKind::kLayerNorm, {x, w})), std::vector<double>(2 * len, 0.0));
+    // With eps = 0 the row's variance is exactly 0, so every element is 0 / 0, bias or not.
+    const std::vector<double> nans(2 * len, std::numeric_limits<double>::quiet_NaN());
+    ExpectNear(Values(MustRun(OpKind::kLayerNorm, {x, w, b}, {{"eps", 0.0}})), nans, 0);
+    ExpectNear(Values(MustRun(OpKind::kLayerNorm, {x}, {{"eps", 0.0}})), nans, 0);
   }
 }
 

@@ -86,10 +86,12 @@ Tensor Ramp(DType dtype, Shape shape, double scale) {
   return t;
 }
 
-// Every op of the table is exercised by a test in this file or interpreter_composite_test.cc
-// or dropout_test.cc; a new row in ops.def fails here until it gets one.
-TEST(InterpreterOps, EveryOpOfTheTableHasATest) {
-  const std::set<std::string> tested = {
+// A tripwire, kept by hand: it fails when ops.def gains (or renames) a row that is not listed
+// here, which sends whoever adds an op to write its interpreter test (in this file,
+// interpreter_composite_test.cc or dropout_test.cc) and then list it; a listed name that is no
+// longer an op fails too. It does not prove that a listed op has a test: that is for review.
+TEST(InterpreterOps, TripwireListsEveryOpOfTheTable) {
+  const std::set<std::string> listed = {
       "input", "constant", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh",
       "sigmoid", "erf", "relu", "gelu", "gelu_tanh", "silu", "cast", "logical_not", "add", "sub",
       "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
@@ -97,7 +99,12 @@ TEST(InterpreterOps, EveryOpOfTheTableHasATest) {
       "reduce_min", "softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy",
       "dropout", "dropout_grad", "attention", "reshape", "transpose", "slice", "concat", "gather",
       "broadcast_to", "matmul"};
-  for (const OpInfo& info : AllOps()) EXPECT_TRUE(tested.count(info.name)) << info.name;
+  std::set<std::string> table;
+  for (const OpInfo& info : AllOps()) {
+    table.insert(info.name);
+    EXPECT_TRUE(listed.count(info.name)) << info.name << " is in ops.def: test it, then list it";
+  }
+  for (const std::string& name : listed) EXPECT_TRUE(table.count(name)) << name << " is not an op";
 }
 
 TEST(InterpreterOps, UnaryFloatOpsMatchHandValues) {
