@@ -7,9 +7,11 @@
 // index tensor), and a reduction folds its operand serially over the reduced elements.
 // Values and indices are memoised per scope, so a value used twice at one index is computed once.
 // Vectorised form (pointwise regions of pointwise ops and broadcasts only, every output the
-// full space, innermost extent a multiple of V): i counts vectors; inputs are loaded as V-wide
-// vectors (or once per vector when their innermost axis is broadcast) and outputs stored as
-// vectors.
+// full space): i counts vectors; inputs are loaded as V-wide vectors (or once per vector when
+// their innermost axis is broadcast) and outputs stored as vectors. Either the innermost extent
+// is a multiple of V (a vector never crosses a row), or every input is the full space or a
+// single element (the tensors are flat: a vector may cross rows), and a scalar loop finishes
+// the last count % V elements.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -41,8 +43,10 @@ class ElementwiseEmitter {
   absl::StatusOr<TypedExpr> Concat(const Node* n, const std::string& idx);
   absl::StatusOr<TypedExpr> Gather(const Node* n, const std::string& idx);
   std::string Bind(const TypedExpr& e, const std::string& key, const std::string& comment);
-  bool CanVectorize() const;
-  absl::Status EmitVectorBody(int v);
+  enum class Vectorization { kNone, kRows, kFlat };
+  Vectorization CanVectorize() const;
+  absl::Status EmitVectorBody(int v, bool flat);
+  absl::Status EmitScalarLoop(const std::string& first);
 
   const Region& r_;
   KernelParams p_;
@@ -287,33 +291,39 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Reduce(const Node* n, const std::s
   return out;
 }
 
-bool ElementwiseEmitter::CanVectorize() const {
+ElementwiseEmitter::Vectorization ElementwiseEmitter::CanVectorize() const {
   const int v = p_.vector_width;
-  if (v <= 1 || r_.kind != RegionKind::kPointwise || r_.space.empty()) return false;
-  if (r_.space.back() % v != 0) return false;
+  if (v <= 1 || r_.kind != RegionKind::kPointwise || r_.space.empty()) return Vectorization::kNone;
   for (const Node* n : r_.nodes) {
     OpCategory c = n->category();
-    if (c != OpCategory::kPointwise && c != OpCategory::kRandom && c != OpCategory::kBroadcast) return false;
+    if (c != OpCategory::kPointwise && c != OpCategory::kRandom && c != OpCategory::kBroadcast) {
+      return Vectorization::kNone;
+    }
   }
   for (const Node* o : r_.outputs) {
-    if (o->shape() != r_.space) return false;
+    if (o->shape() != r_.space) return Vectorization::kNone;
   }
+  bool flat = true;
   for (const Node* in : r_.inputs) {
-    if (!BroadcastsTo(in->shape(), r_.space)) return false;
+    if (!BroadcastsTo(in->shape(), r_.space)) return Vectorization::kNone;
+    flat &= in->num_elements() == 1 || in->num_elements() == NumElements(r_.space);
   }
-  return true;
+  if (r_.space.back() % v == 0) return Vectorization::kRows;
+  return flat ? Vectorization::kFlat : Vectorization::kNone;
 }
 
-absl::Status ElementwiseEmitter::EmitVectorBody(int v) {
-  w_.Line(absl::StrCat("const long long n_vec = count / ", v, "LL;  // count is a multiple of ", v,
-                       " (the innermost extent is)"));
+absl::Status ElementwiseEmitter::EmitVectorBody(int v, bool flat) {
+  w_.Line(absl::StrCat("const long long n_vec = count / ", v, "LL;  // ",
+                       flat ? absl::StrCat("whole vectors; the scalar loop below does the last count % ", v)
+                            : absl::StrCat("count is a multiple of ", v, " (the innermost extent is)")));
   w_.Open("for (long long vi = kiln::GlobalThreadIndex(); vi < n_vec; vi += kiln::GridStride())");
   w_.Line(absl::StrCat("const long long i = vi * ", v, "LL;  // first element of this vector"));
   // Inputs: one V-wide load when the innermost axis is theirs, one scalar when it is broadcast.
   for (const Node* in : r_.inputs) {
     const std::string& arg = in_names_.at(in);
     const std::string off = Index(BroadcastIndex(r_.space, in->shape(), "i"));
-    const bool contiguous = !in->shape().empty() && in->shape().back() == r_.space.back() && in->shape().back() != 1;
+    const bool contiguous = flat ? in->num_elements() > 1
+                                 : !in->shape().empty() && in->shape().back() == r_.space.back() && in->shape().back() != 1;
     const std::string name = w_.Fresh("x");
     if (contiguous) {
       w_.Line(absl::StrCat(CTypeName(ComputeType(in->dtype())), " ", name, "[", v, "];"));
@@ -347,6 +357,24 @@ absl::Status ElementwiseEmitter::EmitVectorBody(int v) {
   return absl::OkStatus();
 }
 
+// One element per thread per step, from element `first` + the thread index (a C prefix: "" or
+// "n_vec * 8LL + ").
+absl::Status ElementwiseEmitter::EmitScalarLoop(const std::string& first) {
+  int64_t count = 0;
+  for (const Node* o : r_.outputs) count = std::max(count, o->num_elements());
+  w_.Open(absl::StrCat("for (long long i = ", first, "kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride())"));
+  for (const Node* o : r_.outputs) {
+    const bool full = o->num_elements() == count;
+    if (!full) w_.Open(absl::StrCat("if (i < ", o->num_elements(), "LL)"));
+    KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, "i"));
+    w_.Line(absl::StrCat(out_names_.at(o), "[i] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
+                         Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
+    if (!full) w_.Close();
+  }
+  w_.Close();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<KernelSource> ElementwiseEmitter::Emit() {
   members_.insert(r_.nodes.begin(), r_.nodes.end());
   KernelSource ks;
@@ -361,26 +389,20 @@ absl::StatusOr<KernelSource> ElementwiseEmitter::Emit() {
   ks.count = count;
   ks.count_meaning = "elements";
 
-  const bool vectorized = CanVectorize();
-  if (vectorized) {
-    KILN_RETURN_IF_ERROR(EmitVectorBody(p_.vector_width));
-    ks.notes.push_back(absl::StrCat("vectorised: ", p_.vector_width, " elements per thread per step"));
+  const Vectorization vectorization = CanVectorize();
+  if (vectorization != Vectorization::kNone) {
+    const bool flat = vectorization == Vectorization::kFlat;
+    KILN_RETURN_IF_ERROR(EmitVectorBody(p_.vector_width, flat));
+    if (flat) KILN_RETURN_IF_ERROR(EmitScalarLoop(absl::StrCat("n_vec * ", p_.vector_width, "LL + ")));
+    ks.notes.push_back(absl::StrCat("vectorised: ", p_.vector_width, " elements per thread per step",
+                                    flat ? ", a scalar loop for the last count % vector width" : ""));
   } else {
     if (p_.vector_width > 1) {
-      ks.notes.push_back("scalar loop (vector width 1): layout ops, a reduction, or an innermost extent not a "
-                         "multiple of the vector width");
+      ks.notes.push_back("scalar loop (vector width 1): layout ops, a reduction, or an operand broadcast along an "
+                         "innermost extent that is not a multiple of the vector width");
     }
     p_.vector_width = 1;
-    w_.Open("for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride())");
-    for (const Node* o : r_.outputs) {
-      const bool full = o->num_elements() == count;
-      if (!full) w_.Open(absl::StrCat("if (i < ", o->num_elements(), "LL)"));
-      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, "i"));
-      w_.Line(absl::StrCat(out_names_.at(o), "[i] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
-                           Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
-      if (!full) w_.Close();
-    }
-    w_.Close();
+    KILN_RETURN_IF_ERROR(EmitScalarLoop(""));
   }
   ks.params = p_;
   ks.launch.block = p_.block_size;

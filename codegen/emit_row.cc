@@ -66,6 +66,8 @@ class RowEmitter {
   absl::StatusOr<TypedExpr> Load(const Node* n, Form view, int lane);
   std::string LinearIndex(Form f, int lane) const;
   std::string Col(int lane) const { return picking_ ? "pc" : absl::StrCat("(c0 + ", lane, ")"); }
+  // " && active" where a group may hold no row (several rows per warp), else "".
+  std::string Guard() const { return G_ < 32 ? " && active" : ""; }
   absl::Status HoistPerRow(int level);
   absl::Status EmitPass(int level, bool final_pass);
   std::string FunctorOf(const Node* red) const;
@@ -511,7 +513,11 @@ absl::Status RowEmitter::EmitPass(int level, bool final_pass) {
   }
   std::map<const Node*, std::string> out_arrays;
   for (const Node* o : outs) {
-    if (!form_.at(o).row) w_.Open("if (r == 0)");  // a broadcast-into-row output: written by row 0 only
+    if (!form_.at(o).row) {
+      w_.Open(absl::StrCat("if (r == 0", Guard(), ")"));  // a broadcast-into-row output: written by row 0 only
+    } else if (!Guard().empty()) {
+      w_.Open("if (active)");
+    }
     std::string y = w_.Fresh("y");
     w_.Line(absl::StrCat(CTypeName(ComputeType(o->dtype())), " ", y, "[", V_, "];"));
     for (int lane = 0; lane < V_; ++lane) {
@@ -520,7 +526,7 @@ absl::Status RowEmitter::EmitPass(int level, bool final_pass) {
     }
     w_.Line(absl::StrCat("kiln::StoreVec<", StorageTypeName(o->dtype()), ", ", V_, ">(", out_names_.at(o), " + ",
                          form_.at(o).row ? absl::StrCat("r * ", N_, "LL + ") : "", "c0, ", y, ");  // ", o->name()));
-    if (!form_.at(o).row) w_.Close();
+    if (!form_.at(o).row || !Guard().empty()) w_.Close();
   }
   std::map<const Node*, std::string> pair_lanes;  // online pairs take the whole vector at once
   for (const Node* n : reds) {
@@ -576,7 +582,7 @@ absl::StatusOr<KernelSource> RowEmitter::Emit() {
   members_.insert(r_.nodes.begin(), r_.nodes.end());
   if (R_ <= 0 || N_ <= 0) return absl::UnimplementedError("an empty row space");
   KILN_RETURN_IF_ERROR(Classify());
-  G_ = p_.rows_per_block == 1 ? p_.block_size : 32;
+  G_ = p_.block_size / p_.rows_per_block;
   V_ = p_.vector_width;
   while (V_ > 1 && N_ % V_ != 0) V_ /= 2;
   if (V_ != p_.vector_width) notes_.push_back(absl::StrCat("vector width lowered to ", V_, " (N = ", N_, ")"));
@@ -612,7 +618,8 @@ absl::StatusOr<KernelSource> RowEmitter::Emit() {
   params.push_back("long long count");
 
   w_.Line(absl::StrCat("constexpr int kBlock = ", p_.block_size, ";"));
-  w_.Line(absl::StrCat("constexpr int kThreadsPerRow = ", G_, ";  // ", G_ == 32 ? "a warp per row" : "the block owns a row"));
+  w_.Line(absl::StrCat("constexpr int kThreadsPerRow = ", G_, ";  // ",
+                       G_ < 32 ? "part of a warp per row" : G_ == 32 ? "a warp per row" : "the block owns a row"));
   w_.Line(absl::StrCat("constexpr int kRowsPerBlock = kBlock / kThreadsPerRow;"));
   w_.Line("const long long rows = count;");
   w_.Line("__shared__ float smem[64];");
@@ -628,8 +635,17 @@ absl::StatusOr<KernelSource> RowEmitter::Emit() {
                          Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
     w_.Close();
   }
-  w_.Open("for (long long r = static_cast<long long>(blockIdx.x) * kRowsPerBlock + group; r < rows; "
-          "r += static_cast<long long>(gridDim.x) * kRowsPerBlock)");
+  if (G_ < 32) {
+    // Several rows per warp: the groups of a warp shuffle together, so every group runs every
+    // iteration; a group past the last row recomputes row rows - 1 and writes nothing.
+    w_.Open("for (long long r0 = static_cast<long long>(blockIdx.x) * kRowsPerBlock; r0 < rows; "
+            "r0 += static_cast<long long>(gridDim.x) * kRowsPerBlock)");
+    w_.Line("const bool active = r0 + group < rows;");
+    w_.Line("const long long r = active ? r0 + group : rows - 1;");
+  } else {
+    w_.Open("for (long long r = static_cast<long long>(blockIdx.x) * kRowsPerBlock + group; r < rows; "
+            "r += static_cast<long long>(gridDim.x) * kRowsPerBlock)");
+  }
   for (const Node* in : row_inputs) {
     if (!cached_) break;
     std::string arr = w_.Fresh("row");
@@ -647,7 +663,7 @@ absl::StatusOr<KernelSource> RowEmitter::Emit() {
   bool any_per_row = has_combine;
   for (const Node* o : r_.outputs) any_per_row |= form_.at(o) == Form{true, false};
   if (any_per_row) {
-    w_.Open("if (t == 0)");
+    w_.Open(absl::StrCat("if (t == 0", Guard(), ")"));
     for (const Node* o : r_.outputs) {
       if (form_.at(o) != Form{true, false}) continue;
       KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, form_.at(o), -1));

@@ -24,9 +24,13 @@ absl::Status ValidateParams(const KernelParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": vector width must be a power of two in [1, 16]"));
   }
-  if (p.rows_per_block != 1 && p.rows_per_block != p.block_size / 32) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "KernelParams ", p.ToString(), ": rows per block must be 1 (a block per row) or block / 32 (a warp per row)"));
+  const int threads_per_row = p.rows_per_block > 0 ? p.block_size / p.rows_per_block : 0;
+  if (p.rows_per_block != 1 && (p.rows_per_block * threads_per_row != p.block_size ||
+                                (threads_per_row != 4 && threads_per_row != 8 && threads_per_row != 16 &&
+                                 threads_per_row != 32))) {
+    return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(),
+                                                   ": rows per block must be 1 (a block per row) or block / G with G "
+                                                   "in {4, 8, 16, 32} threads per row (part of a warp, or a warp)"));
   }
   if (p.chunk < 0) {
     return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(), ": chunk must be >= 0"));
@@ -37,7 +41,7 @@ absl::Status ValidateParams(const KernelParams& p) {
 namespace {
 
 // 16 bytes / the smallest element among the region's inputs and outputs, at most 8, halved
-// until it divides `inner`.
+// until it divides `inner` (0: no such constraint).
 int VectorWidthFor(const Region& region, int64_t inner) {
   int64_t smallest = 8;
   for (const auto* list : {&region.inputs, &region.outputs}) {
@@ -46,7 +50,7 @@ int VectorWidthFor(const Region& region, int64_t inner) {
     }
   }
   int v = static_cast<int>(std::min<int64_t>(8, 16 / std::max<int64_t>(smallest, 1)));
-  while (v > 1 && (inner <= 0 || inner % v != 0)) v /= 2;
+  while (v > 1 && inner != 0 && (inner < 0 || inner % v != 0)) v /= 2;
   return v;
 }
 
@@ -56,10 +60,31 @@ int64_t RowShapedInputs(const Region& region) {
   return std::max<int64_t>(count, 1);
 }
 
+// Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
+// [4, 32] that gives each thread about one vector.
+int ThreadsForShortRow(int64_t n, int vector_width) {
+  const int64_t vectors = (n + vector_width - 1) / vector_width;
+  int g = 4;
+  while (g < 32 && g < vectors) g *= 2;
+  return g;
+}
+
 int RoundDownPow2(int64_t v) {
   int p = 1;
   while (p * 2 <= v) p *= 2;
   return p;
+}
+
+// Every input and output is the whole space or one element: a vector may cross rows, so the
+// width need not divide the innermost extent (the elementwise emitter's flat vectorisation).
+bool IsFlat(const Region& region) {
+  const int64_t space = NumElements(region.space);
+  for (const auto* list : {&region.inputs, &region.outputs}) {
+    for (const Node* n : *list) {
+      if (n->num_elements() != 1 && n->num_elements() != space) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -69,14 +94,16 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   if (region.kind != RegionKind::kRowReduction) {
     const Shape& s = region.space;
     p.block_size = 256;
-    p.vector_width = VectorWidthFor(region, s.empty() ? 1 : s.back());
+    const bool flat = region.kind == RegionKind::kPointwise && IsFlat(region);
+    p.vector_width = VectorWidthFor(region, flat ? 0 : s.empty() ? 1 : s.back());
     return p;
   }
   const int64_t n = region.row_length;
   p.vector_width = VectorWidthFor(region, n);
   if (n <= 1024) {
+    // A warp per row, or part of one for short rows: enough lanes for one vector each.
     p.block_size = 256;
-    p.rows_per_block = p.block_size / 32;
+    p.rows_per_block = p.block_size / ThreadsForShortRow(n, p.vector_width);
   } else {
     p.block_size = std::clamp(RoundDownPow2(n / p.vector_width / 4), 128, 1024);
     p.rows_per_block = 1;
@@ -91,8 +118,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     // Streamed rows: 512 threads (at 1024 the unrolled online loop spills on sm_90), two
     // vectors per thread per loop step.
     if (p.rows_per_block == 1) p.block_size = std::min(p.block_size, 512);
-    const int64_t tpr = p.rows_per_block == 1 ? p.block_size : 32;
-    p.chunk = tpr * p.vector_width * 2;
+    p.chunk = ThreadsPerRow(p) * p.vector_width * 2;
   }
   return p;
 }
@@ -117,18 +143,24 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     }
     return out;
   }
+  const int g = ThreadsPerRow(d);
   for (int block : {d.block_size / 2, d.block_size * 2}) {
     if (block < 32 || block > 1024) continue;
     KernelParams p = d;
     p.block_size = block;
-    if (d.rows_per_block != 1) p.rows_per_block = block / 32;
-    const int64_t tpr = p.rows_per_block == 1 ? block : 32;
-    if (p.chunk > 0) p.chunk = tpr * p.vector_width * 2;
+    if (d.rows_per_block != 1) p.rows_per_block = block / g;
+    if (p.chunk > 0) p.chunk = ThreadsPerRow(p) * p.vector_width * 2;
+    add(p);
+  }
+  if (d.rows_per_block != 1 && g < 32) {  // a whole warp per row instead of part of one
+    KernelParams p = d;
+    p.rows_per_block = p.block_size / 32;
+    if (p.chunk > 0) p.chunk = 32 * p.vector_width * 2;
     add(p);
   }
   {
     KernelParams p = d;  // the other caching choice
-    const int64_t tpr = p.rows_per_block == 1 ? p.block_size : 32;
+    const int64_t tpr = ThreadsPerRow(p);
     p.chunk = d.chunk == 0 ? tpr * p.vector_width * 2 : 0;
     const int64_t per_thread = (region.row_length + tpr - 1) / tpr;
     if (p.chunk > 0 || per_thread * RowShapedInputs(region) <= 4 * kRowCacheFloatsPerThread) add(p);

@@ -6,7 +6,8 @@
 //   vector_width    elements each thread moves per access (16-byte loads for bf16 at 8); the
 //                   emitter falls back to 1 where the innermost extent is not a multiple of it
 //   rows_per_block  row kernels: rows a block owns at once; 1 = one row per block (the block
-//                   reduces), block_size / 32 = one row per warp (short rows); others refused
+//                   reduces), block_size / G = one row per G threads, G in {4, 8, 16, 32}
+//                   (short rows: a warp, or part of one); others refused
 //   chunk           row kernels: 0 = the whole row is cached on chip (registers) across the
 //                   passes; > 0 = the row is streamed from global memory, `chunk` elements per
 //                   loop step (a multiple of threads-per-row x vector_width; the multiple is
@@ -44,6 +45,9 @@ struct KernelParams {
 };
 
 // Checks the ranges above (not the fit to a region: EmitKernel does that).
+// Threads that share one row of a row kernel: block_size / rows_per_block.
+inline int ThreadsPerRow(const KernelParams& p) { return p.block_size / p.rows_per_block; }
+
 absl::Status ValidateParams(const KernelParams& params);
 
 // The heuristic default for `region` on `device`:

@@ -131,16 +131,18 @@ struct Min {
 };
 
 // ---- warp and block reductions ------------------------------------------------------------
-// Butterfly over the 32 lanes of a full warp, then lane 0's result broadcast, so every lane
-// holds the same bits even for an Op that is not bitwise commutative (Max on +0/-0).
-// The order of combination is fixed, so the result is deterministic run to run.
-template <class Op>
+// Butterfly over each aligned segment of kWidth lanes (the whole warp by default), then the
+// segment's first lane's result broadcast, so every lane of a segment holds the same bits even
+// for an Op that is not bitwise commutative (Max on +0/-0). Every lane of the warp must call
+// it (the mask is full). The order of combination is fixed: deterministic run to run.
+template <class Op, int kWidth = 32>
 __device__ __forceinline__ float WarpReduce(float v) {
+  static_assert(kWidth >= 1 && kWidth <= 32 && (kWidth & (kWidth - 1)) == 0, "a power-of-two part of a warp");
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    v = Op::Apply(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
+    v = Op::Apply(v, __shfl_xor_sync(0xffffffffu, v, offset, kWidth));
   }
-  return __shfl_sync(0xffffffffu, v, 0);
+  return __shfl_sync(0xffffffffu, v, 0, kWidth);
 }
 
 // Reduces v over the kBlock threads of the block and returns the result in every thread.
@@ -162,14 +164,16 @@ __device__ __forceinline__ float BlockReduce(float v, float* smem) {
   return r;
 }
 
-// A reduction over a group of kThreads consecutive threads that own one row: a warp (32) or
-// the whole block (kThreads == kBlock). Returns the result in every thread of the group.
+// A reduction over a group of kThreads consecutive threads that own one row: part of a warp
+// (4, 8, 16 lanes: short rows, several per warp), a warp (32) or the whole block (kThreads ==
+// kBlock). Returns the result in every thread of the group; every thread of the warp (of the
+// block, for a block group) must call it.
 template <class Op, int kThreads, int kBlock>
 __device__ __forceinline__ float GroupReduce(float v, float* smem) {
-  static_assert(kThreads == 32 || kThreads == kBlock,
-                "a row is owned by one warp or by the whole block");
-  if constexpr (kThreads == 32) {
-    return WarpReduce<Op>(v);
+  static_assert(kThreads <= 32 || kThreads == kBlock,
+                "a row is owned by part of a warp, one warp or the whole block");
+  if constexpr (kThreads <= 32) {
+    return WarpReduce<Op, kThreads>(v);
   } else {
     return BlockReduce<Op, kBlock>(v, smem);
   }

@@ -80,29 +80,31 @@ __device__ __forceinline__ MaxSum MaxSumFinish(MaxSum a) {
   return a;
 }
 
+// As WarpReduce (kiln_types.cuh): a butterfly over each aligned segment of kWidth lanes.
+template <int kWidth = 32>
 __device__ __forceinline__ MaxSum WarpReduceMaxSum(MaxSum v) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
+  for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
     MaxSum o;
-    o.m = __shfl_xor_sync(0xffffffffu, v.m, offset);
-    o.s = __shfl_xor_sync(0xffffffffu, v.s, offset);
+    o.m = __shfl_xor_sync(0xffffffffu, v.m, offset, kWidth);
+    o.s = __shfl_xor_sync(0xffffffffu, v.s, offset, kWidth);
     v = MaxSumMerge(v, o);
   }
-  v.m = __shfl_sync(0xffffffffu, v.m, 0);
-  v.s = __shfl_sync(0xffffffffu, v.s, 0);
+  v.m = __shfl_sync(0xffffffffu, v.m, 0, kWidth);
+  v.s = __shfl_sync(0xffffffffu, v.s, 0, kWidth);
   return v;
 }
 
 // The MaxSum pair reduced over a row group; `smem` holds at least 64 floats.
 template <int kThreads, int kBlock>
 __device__ __forceinline__ MaxSum GroupReduceMaxSum(MaxSum v, float* smem) {
-  static_assert(kThreads == 32 || kThreads == kBlock,
-                "a row is owned by one warp or by the whole block");
+  static_assert(kThreads <= 32 || kThreads == kBlock,
+                "a row is owned by part of a warp, one warp or the whole block");
   static_assert(kBlock % 32 == 0 && kBlock <= 1024, "whole warps, at most 1024 threads");
-  v = WarpReduceMaxSum(v);
-  if constexpr (kThreads == 32) {
-    return v;
+  if constexpr (kThreads <= 32) {
+    return WarpReduceMaxSum<kThreads>(v);
   } else {
+    v = WarpReduceMaxSum(v);
     constexpr int kWarps = kBlock / 32;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) {
