@@ -240,7 +240,7 @@ absl::Status RowEmitter::Classify() {
       KILN_ASSIGN_OR_RETURN(Form view, ViewOf(n, form_[n], o));
       // With one row the row index is always 0: row-shaped and broadcast-into-row coincide, and
       // so do per-row and scalar.
-      const bool one_row_alike = R_ == 1 && view.col == form_[o].col;
+      const bool one_row_alike = R_ == 1 && N_ > 1 && view.col == form_[o].col;
       if (view != form_[o] && !one_row_alike) {
         return absl::UnimplementedError(absl::StrCat(n->name(), " reads ", o->name(), " as ", FormName(view),
                                                      " but it is ", FormName(form_[o])));
