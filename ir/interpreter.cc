@@ -6,6 +6,7 @@
 #include "ir/interpreter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -180,6 +181,25 @@ int64_t IndexBound(const Node* node, int depth = 0) {
   return bound;
 }
 
+// K when `node` is (through cast and layout ops) the right operand of a matmul contracting K,
+// else 0: such weights are drawn in (-1, 1) / sqrt(K), so that products keep the scale of their
+// inputs through a deep graph (the full-size transformer block would otherwise reach |y| ~ 1e3,
+// where bf16's rounding of the partial sums is larger than many of the results).
+int64_t MatmulFanIn(const Node* node, int depth = 0) {
+  for (const Node* user : node->users()) {
+    if (user->op() == OpKind::kMatmul && user->num_operands() == 2 && user->operand(1) == node &&
+        user->operand(0) != node) {
+      const Shape& a = user->operand(0)->shape();
+      if (!a.empty()) return a.back();
+    }
+    if (depth < 8 && (user->op() == OpKind::kCast || user->op() == OpKind::kReshape ||
+                      user->op() == OpKind::kTranspose || user->op() == OpKind::kBroadcastTo)) {
+      if (int64_t k = MatmulFanIn(user, depth + 1)) return k;
+    }
+  }
+  return 0;
+}
+
 bool IsDropoutSeedOrOffset(const Node* node) {
   for (const Node* user : node->users()) {
     if (user->category() != OpCategory::kRandom) continue;
@@ -202,6 +222,8 @@ std::map<std::string, Tensor> RandomInputs(const Graph& graph, uint64_t seed) {
     const int64_t n = t.num_elements();
     const bool seed_like = IsInteger(in->dtype()) && IsDropoutSeedOrOffset(in);
     const int64_t bound = IsInteger(in->dtype()) ? IndexBound(in) : 0;
+    const int64_t fan_in = IsFloat(in->dtype()) ? MatmulFanIn(in) : 0;
+    const double scale = fan_in > 1 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 1.0;
     interp::ParallelFor((n + 3) / 4, 1 << 14, [&](int64_t begin, int64_t end) {
       for (int64_t g = begin; g < end; ++g) {
         const std::array<uint32_t, 4> words = Philox4x32_10(
@@ -213,7 +235,7 @@ std::map<std::string, Tensor> RandomInputs(const Graph& graph, uint64_t seed) {
           const uint32_t w = words[lane];
           if (IsFloat(in->dtype())) {
             // An odd multiple of 2^-24 minus 1: uniform over (-1, 1) and never exactly 0.
-            t.SetF64(e, (2.0 * (w >> 8) + 1.0) * 0x1p-24 - 1.0);
+            t.SetF64(e, ((2.0 * (w >> 8) + 1.0) * 0x1p-24 - 1.0) * scale);
           } else if (in->dtype() == DType::kBool) {
             t.SetF64(e, w & 1);
           } else if (seed_like) {

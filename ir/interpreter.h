@@ -36,7 +36,8 @@ absl::StatusOr<std::vector<Tensor>> Interpret(const Graph& graph,
                                               const std::map<std::string, Tensor>& inputs);
 
 // Random inputs for every graph input, deterministic in `seed`: floats uniform in (-1, 1)
-// before rounding to the dtype and never 0, integer inputs uniform in [0, bound) where bound
+// before rounding to the dtype and never 0 (the right operand of a matmul contracting K, also
+// through cast and layout ops, in (-1, 1) / sqrt(K)), integer inputs uniform in [0, bound) where bound
 // is the extent of the axis they index when the graph says (cross_entropy targets: the class
 // count; gather indices: the gathered axis; looked for through cast and layout ops), else
 // [0, 16); bool inputs fair coin flips; integer scalar seed/offset operands of dropout get

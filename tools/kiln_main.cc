@@ -93,7 +93,8 @@ flags:
   --shape B       ONNX symbolic dimensions, NAME=DIM[,DIM...] separated by ';'
   --inputs DIR    read each graph input NAME from DIR/NAME.npy or DIR/NAME.bin
   --random SEED   random inputs, deterministic in SEED (the default, with SEED 0):
-                  floats uniform in (-1, 1), integer indices within their axis
+                  floats uniform in (-1, 1) (a matmul's right operand / sqrt(K)),
+                  integer indices within their axis
   --outputs DIR   write each output NAME to DIR/NAME.bin and DIR/NAME.npy (creates DIR)
 
 files:
