@@ -14,6 +14,7 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
   flops += other.flops;
   transcendentals += other.transcendentals;
   passes = std::max(passes, other.passes);
+  attention_fallback = attention_fallback || other.attention_fallback;
   row_on_chip = row_on_chip && other.row_on_chip;
   if (!other.row_fit.empty()) row_fit = row_fit.empty() ? other.row_fit : absl::StrCat(row_fit, "; ", other.row_fit);
   memory_us += other.memory_us;
@@ -25,9 +26,10 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
 std::string RunTimeEstimate::ToString() const {
   return absl::StrFormat(
       "read %d B, write %d B, %.3g flop, %.3g transc, mem %.2f us, compute %.2f us, launch %.1f us"
-      "%s = %.2f us",
+      "%s%s = %.2f us",
       bytes_read, bytes_written, flops, transcendentals, memory_us, compute_us, launch_us,
-      row_on_chip ? "" : absl::StrFormat(", streamed row, %d pass%s", passes, passes == 1 ? "" : "es"), total_us);
+      row_on_chip ? "" : absl::StrFormat(", streamed row, %d pass%s", passes, passes == 1 ? "" : "es"),
+      attention_fallback ? ", as the attention fallback (scores stored)" : "", total_us);
 }
 
 const char* WorkClassName(WorkClass work) {
@@ -139,10 +141,36 @@ RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device) 
       }
     }
   }
+  int launches = 1;
+  if (region.kind == RegionKind::kAttention) {
+    // There is no tiled attention template yet: runtime/jit lowers the region to its fallback,
+    // and this prices what runs. QK^T writes the scores, one row kernel reads and writes them
+    // (scale, mask, softmax), PV reads them: 4 passes over batch x S x T scores in the
+    // attention's dtype, every score computed (causal or not); the region's strided views of
+    // q, k, v and its output become layout copies (each read and written once more); 2
+    // cuBLASLt calls, the row kernel and up to 4 layout kernels.
+    const int64_t views = e.bytes_read + e.bytes_written;
+    e.flops = 0;
+    for (const Node* n : region.nodes) {
+      if (n->op() != OpKind::kAttention) continue;
+      const Shape& q = n->operand(0)->shape();
+      const Shape& k = n->operand(1)->shape();
+      const int64_t scores = NumElements(q) / q.back() * k[k.size() - 2];
+      e.bytes_read += 3 * scores * ByteSize(n->dtype());
+      e.bytes_written += 2 * scores * ByteSize(n->dtype());
+      e.flops += 2.0 * static_cast<double>(scores) * static_cast<double>(q.back() + n->shape().back());
+    }
+    e.bytes_read += views;
+    e.bytes_written += views;
+    e.attention_fallback = true;
+    rate = e.flops > 0 && region.nodes.front()->dtype() == DType::kF32 ? device.matmul_f32_flops_per_us
+                                                                       : device.matmul_bf16_flops_per_us;
+    launches = 7;
+  }
   e.memory_us = static_cast<double>(e.bytes_read + e.bytes_written) / device.dram_bytes_per_us;
   e.compute_us = e.flops / rate;
   if (region.kind != RegionKind::kAttention) e.compute_us += e.transcendentals / device.sfu_ops_per_us;
-  e.launch_us = device.launch_us;
+  e.launch_us = device.launch_us * launches;
   e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
   return e;
 }

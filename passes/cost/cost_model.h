@@ -7,7 +7,9 @@
 // nothing; a broadcast operand is read once (it stays in L2). FLOPs and transcendentals come
 // from OpWorkOf, one classification per row of the op table. A row reduction is priced as
 // the row kernel runs it (passes/cost/row_fit.h): on chip when its row fits the register
-// budget, else streamed, every extra pass re-reading the row-shaped inputs.
+// budget, else streamed, every extra pass re-reading the row-shaped inputs. An attention
+// region is priced as what runs until a tiled template exists: the fallback of cuBLASLt QK^T,
+// a row kernel and cuBLASLt PV over stored scores (see EstimateRunTime).
 #ifndef KILN_PASSES_COST_COST_MODEL_H_
 #define KILN_PASSES_COST_COST_MODEL_H_
 
@@ -26,6 +28,7 @@ struct RunTimeEstimate {
   int passes = 1;          // passes over the row inputs (row reductions)
   bool row_on_chip = true;
   std::string row_fit;     // row reductions: the on-chip rule's sentence (FitRowOnChip)
+  bool attention_fallback = false;  // priced as runtime/jit's attention fallback (no tiled template yet)
   double memory_us = 0;
   double compute_us = 0;
   double launch_us = 0;

@@ -29,7 +29,7 @@ const char* RegionTemplate(RegionKind kind) {
     case RegionKind::kRowReduction: return "row_reduce.cuh";
     case RegionKind::kOtherReduction: return "col_reduce.cuh";
     case RegionKind::kMatmul: return "cublasLt";
-    case RegionKind::kAttention: return "attention.cuh";
+    case RegionKind::kAttention: return "none yet: cuBLASLt QK^T, row kernel, cuBLASLt PV (runtime/jit fallback)";
     case RegionKind::kLayout: return "layout.cuh";
     case RegionKind::kView: return "none (alias)";
   }

@@ -67,6 +67,26 @@ TEST(CostModelTest, WorkOfMatmulAttentionReductionAndActivation) {
   EXPECT_DOUBLE_EQ(t.transcendentals, 64.0 * 128);
 }
 
+// Without a tiled template an attention region runs as the fallback, and is priced so: the
+// scores written by QK^T, read and written by the row kernel, read by PV (4 passes over
+// batch x S x T), the inputs and output copied once more, every score computed, 7 launches.
+TEST(CostModelTest, AttentionIsPricedAsTheFallbackThatRuns) {
+  auto g = testing::Parse(R"(graph g(q: bf16[2,8,16,64], k: bf16[2,8,32,64], v: bf16[2,8,32,32]) {
+    att: bf16[2,8,16,32] = attention(q, k, v) {causal = true, scale = 0.0}
+    return att
+  })");
+  Region r = Whole(*g);
+  ASSERT_EQ(r.kind, RegionKind::kAttention);
+  RunTimeEstimate e = EstimateRunTime(r, H100Spec());
+  const int64_t io = 2 * (2 * 8 * 16 * 64 + 2 * 8 * 32 * 64 + 2 * 8 * 32 * 32) + 2 * (2 * 8 * 16 * 32);  // bytes
+  const int64_t scores = 2 * 8 * 16 * 32 * 2;  // bf16 bytes
+  EXPECT_EQ(e.bytes_read + e.bytes_written, 3 * io + 5 * scores);  // io read and written, then copied
+  EXPECT_DOUBLE_EQ(e.flops, 2.0 * (2 * 8 * 16) * 32 * (64 + 32));  // not halved: the fallback computes every score
+  EXPECT_TRUE(e.attention_fallback);
+  EXPECT_DOUBLE_EQ(e.launch_us, 7 * H100Spec().launch_us);
+  EXPECT_NE(e.ToString().find("attention fallback"), std::string::npos) << e.ToString();
+}
+
 TEST(CostModelTest, PointwiseAddIsBandwidthPlusLaunch) {
   auto g = testing::Parse(R"(graph g(a: f32[1024,1024], b: f32[1024,1024]) {
     c: f32[1024,1024] = add(a, b)
