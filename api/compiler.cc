@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "api/lowering_ledger.h"
 #include "frontends/json/json_graph.h"
 #include "frontends/onnx/onnx_import.h"
 #include "ir/base/status.h"
@@ -148,6 +149,12 @@ absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOpti
   lower.debug = options.analyze.debug;
   lower.source_text = compiled.analysis.imported_text;
   KILN_ASSIGN_OR_RETURN(compiled.lowered, LowerPlan(*compiled.analysis.graph, compiled.analysis.plan, lower));
+  Program& program = compiled.lowered.program;
+  program.lowering_ledger = LoweringJsonLines(compiled.lowered, compiled.tuning, /*with_origin=*/false);
+  if (options.analyze.debug.Dumps(DumpKind::kLedger)) {
+    WriteDump(options.analyze.debug, program.graph_name + ".lowering.jsonl",
+              LoweringJsonLines(compiled.lowered, compiled.tuning, /*with_origin=*/true));
+  }
   return compiled;
 }
 

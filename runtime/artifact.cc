@@ -193,6 +193,7 @@ std::string SerializeProgram(const Program& p) {
   w.I64(p.arena_bytes);
   w.I64(p.persistent_bytes);
   w.Str(p.ledger_json);
+  w.Str(p.lowering_ledger);
   w.Str(p.source_graph);
 
   std::string out(kMagic, sizeof(kMagic));
@@ -311,6 +312,7 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
   p.arena_bytes = r.I64("arena bytes");
   p.persistent_bytes = r.I64("persistent bytes");
   p.ledger_json = r.Str("ledger");
+  p.lowering_ledger = r.Str("lowering ledger");
   p.source_graph = r.Str("source graph");
   if (!r.ok()) return bad(absl::StrCat("malformed field '", r.failed(), "'"));
   if (!r.at_end()) return bad("trailing bytes after the last field");

@@ -19,7 +19,7 @@
 
 namespace kiln {
 
-inline constexpr uint32_t kArtifactVersion = 1;
+inline constexpr uint32_t kArtifactVersion = 2;  // 2: matmul alignment, the lowering ledger
 
 std::string SerializeProgram(const Program& program);
 absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::string& where = "artifact");

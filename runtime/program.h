@@ -108,6 +108,9 @@ struct Program {
   int64_t arena_bytes = 0;
   int64_t persistent_bytes = 0;
   std::string ledger_json;   // the fusion ledger (FusionPlanJson) it was compiled with
+  std::string lowering_ledger;  // JSON lines, a "lowered" record per region: kernels, their
+                                // KernelParams, registers, spills, compile ms, the tuner's
+                                // timings (api/lowering_ledger.h)
   std::string source_graph;  // the imported graph in IR text (ir/printer.h), so that
                              // `kiln run FILE.kiln --check` has its reference
 

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "api/compiler.h"
+#include "api/lowering_ledger.h"
 #include "api/reference.h"
 #include "api/runtime.h"
 #include "ir/base/status.h"
@@ -37,6 +38,9 @@ flags:
   --shape BINDINGS    ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
   --no-cache          compile every kernel with NVRTC (neither the memory nor the disk cache),
                       to time cold compiles
+  --ledger FILE       write the ledger as JSON lines: every fusion decision and region (as
+                      `kiln dump --format jsonl`), then a "lowered" record per region (its
+                      kernels, KernelParams, registers, spills, NVRTC ms, origin, tuning)
   --tune, --no-tune   time every kernel's launch-parameter candidates on this GPU and keep the
                       fastest (the default when there is a GPU of the target arch; choices are
                       remembered in the cache directory); --no-tune: the heuristic defaults
@@ -54,6 +58,8 @@ flags:
   --reps N       timed repetitions (default 50)
   --json FILE    also write the figures as JSON (bench/results/ keeps these)
   --no-tune      (GRAPH) compile with the heuristic launch parameters instead of autotuning
+  --ledger FILE  write the compiled graph's "lowered" records (JSON lines, as `kiln compile
+                 --ledger`) and a "measured" record per region: its steps' median times summed
 )";
 
 constexpr char kTuneUsage[] = R"(usage: kiln tune GRAPH [--reps N] [--device NAME] [--shape NAME=DIMS]
@@ -128,6 +134,13 @@ absl::StatusOr<Target> LoadTarget(const std::string& command, const ParsedArgs& 
   return t;
 }
 
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out.good()) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
 std::vector<Tensor> InOrder(const Graph& g, std::map<std::string, Tensor>& inputs) {
   std::vector<Tensor> v;
   for (const Node* in : g.inputs()) v.push_back(inputs.at(in->name()));
@@ -142,7 +155,7 @@ int CompileCommand(const std::vector<std::string>& raw) {
     if (a == "-o") a = "--output";
   }
   auto args = ParseArgs(argv, {{"output", true}, {"arch", true}, {"device", true}, {"shape", true},
-                               {"no-cache", false}, {"tune", false}, {"no-tune", false}});
+                               {"no-cache", false}, {"tune", false}, {"no-tune", false}, {"ledger", true}});
   if (!args.ok()) return UsageError("compile", std::string(args.status().message()));
   if (args->help) {
     std::cout << kCompileUsage;
@@ -183,6 +196,12 @@ int CompileCommand(const std::vector<std::string>& raw) {
   std::cout << absl::StrFormat("kernels: %d compiled by NVRTC, %d from the disk cache, %d from memory; %.0f ms wall\n",
                                b.compiles - a.compiles, b.disk_hits - a.disk_hits, b.memory_hits - a.memory_hits,
                                compiled->lowered.compile_wall_ms);
+  if (args->values.count("ledger")) {
+    const std::string lowered = LoweringJsonLines(compiled->lowered, compiled->tuning, /*with_origin=*/true);
+    if (absl::Status s = WriteText(args->values.at("ledger"), LedgerJsonLines(plan) + lowered); !s.ok()) {
+      return Error("compile", std::string(s.message()), kExitFailure);
+    }
+  }
   const std::string& out = args->values.at("output");
   if (absl::Status s = SaveArtifact(p, out); !s.ok()) return Error("compile", std::string(s.message()), kExitFailure);
   std::cout << absl::StrFormat("wrote %s (%d bytes; arena %d B, constants %d B) in %.0f ms\n", out,
@@ -249,7 +268,7 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
 
 int BenchCommand(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, {{"reps", true}, {"json", true}, {"arch", true}, {"device", true}, {"shape", true},
-                               {"tune", false}, {"no-tune", false}});
+                               {"tune", false}, {"no-tune", false}, {"ledger", true}});
   if (!args.ok()) return UsageError("bench", std::string(args.status().message()));
   if (args->help) {
     std::cout << kBenchUsage;
@@ -271,6 +290,21 @@ int BenchCommand(const std::vector<std::string>& argv) {
   if (args->values.count("json")) {
     std::ofstream(args->values.at("json")) << report->ToJson();
     std::cout << "wrote " << args->values.at("json") << "\n";
+  }
+  if (args->values.count("ledger")) {
+    std::string ledger = target->executable->program().lowering_ledger;
+    std::map<int, std::pair<double, double>> per_region;  // measured, predicted
+    std::map<int, int> steps;
+    for (const BenchStep& s : report->steps) {
+      per_region[s.region].first += s.measured_us;
+      per_region[s.region].second += s.predicted_us;
+      ++steps[s.region];
+    }
+    for (const auto& [region, t] : per_region) ledger += MeasuredJsonLine(region, t.first, t.second, steps[region]);
+    if (absl::Status s = WriteText(args->values.at("ledger"), ledger); !s.ok()) {
+      return Error("bench", std::string(s.message()), kExitFailure);
+    }
+    std::cout << "wrote " << args->values.at("ledger") << "\n";
   }
   return kExitOk;
 }

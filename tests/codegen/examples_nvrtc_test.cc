@@ -64,6 +64,29 @@ TEST(ExamplesNvrtcTest, EveryExampleKernelCompilesForSm90a) {
   EXPECT_GT(kernels, 10);
 }
 
+// The whole compile of every example, through the API as `kiln compile --arch sm_90a` runs
+// it: the attention fallback's kernels (which no region above has) included.
+TEST(ExamplesNvrtcTest, EveryExampleCompilesWholeWithItsAttentionFallback) {
+  std::vector<std::string> files = JsonFiles(std::string(KILN_SOURCE_DIR) + "/examples");
+  std::vector<std::string> small = JsonFiles(std::string(KILN_SOURCE_DIR) + "/examples/small");
+  files.insert(files.end(), small.begin(), small.end());
+  KernelCache cache("");  // memory only, shared: each distinct kernel is compiled once
+  int fallback_kernels = 0;
+  for (const std::string& path : files) {
+    auto graph = LoadGraph(path);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    CompileOptions options;
+    options.arch = "sm_90a";
+    options.cache = &cache;
+    auto compiled = Compile(std::move(*graph), options);
+    ASSERT_TRUE(compiled.ok()) << path << ": " << compiled.status();
+    for (const LoweredRegion& r : compiled->lowered.regions) {
+      if (r.kind == "attention") fallback_kernels += static_cast<int>(r.kernels.size());
+    }
+  }
+  EXPECT_GE(fallback_kernels, 2) << "transformer_block (full and small) has an attention region with fallback kernels";
+}
+
 TEST(ExamplesNvrtcTest, EveryGoldenCaseCompilesForSm90a) {
   std::set<std::string> seen;
   for (const testing_codegen::SmallCase& c : testing_codegen::SmallCases()) {

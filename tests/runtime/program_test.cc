@@ -106,6 +106,7 @@ Program Small() {
   p.steps.push_back(m);
   p.constants = std::string(16, '\3');
   p.ledger_json = "{\"regions\": []}";
+  p.lowering_ledger = "{\"record\": \"lowered\", \"region\": 0}\n";
   p.source_graph = "graph chain() {}";
   PlanArena(p);
   return p;
@@ -121,6 +122,7 @@ TEST(ArtifactTest, RoundTripKeepsEveryField) {
   EXPECT_EQ(SerializeProgram(*q), bytes);
   EXPECT_EQ(q->modules[0].cubin, p.modules[0].cubin);
   EXPECT_EQ(q->ledger_json, p.ledger_json);
+  EXPECT_EQ(q->lowering_ledger, p.lowering_ledger);
   EXPECT_EQ(q->source_graph, p.source_graph);
 }
 

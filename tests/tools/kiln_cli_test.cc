@@ -227,6 +227,34 @@ TEST(KilnCliTest, CompileWritesAnArtifactWithoutAGpu) {
   EXPECT_NE(r.err.find("kiln_row_"), std::string::npos) << "the failing kernel is named: " << r.err;
 }
 
+// `kiln compile --ledger` writes the fusion ledger and then one "lowered" record per region,
+// with the kernels' compile figures; the artifact carries the same lowered records, and an
+// attention region names the fallback it runs as.
+TEST(KilnCliTest, CompileLedgerHasTheLoweredRecords) {
+  fs::path dir = TestDir();
+  const std::string out = (dir / "tb.kiln").string(), ledger = (dir / "tb.jsonl").string();
+  Result r = RunKiln("compile " + Quote(Example("small/transformer_block.json")) + " --arch sm_90a -o " + Quote(out) +
+                     " --ledger " + Quote(ledger));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(ledger);
+  std::string line;
+  int decisions = 0, lowered = 0, fallback = 0, with_registers = 0;
+  while (std::getline(in, line)) {
+    decisions += line.find("\"record\":\"decision\"") != std::string::npos;
+    if (line.find("\"record\":\"lowered\"") == std::string::npos) continue;
+    ++lowered;
+    fallback += line.find("\"kind\":\"attention\",\"template\":\"fallback") != std::string::npos;
+    with_registers += line.find("\"registers\":") != std::string::npos;
+  }
+  EXPECT_GT(decisions, 10);
+  EXPECT_EQ(lowered, 8);  // the block's 8 regions
+  EXPECT_EQ(fallback, 1);
+  EXPECT_EQ(with_registers, 4);  // the two norms, the MLP activation and the attention fallback
+  auto program = LoadArtifact(out);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_NE(program->lowering_ledger.find("\"record\":\"lowered\""), std::string::npos);
+}
+
 // Where there is no driver, GPU commands say so (exit 1) instead of crashing.
 TEST(KilnCliTest, GpuCommandsWithoutAGpuSaySo) {
   if (HaveGpu()) GTEST_SKIP() << "this machine has a GPU";
