@@ -6,6 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/lowering_ledger.h"
+#include "codegen/emit_kernel.h"
+#include "codegen/kernel_params.h"
 #include "frontends/json/json_graph.h"
 #include "frontends/onnx/onnx_import.h"
 #include "ir/base/status.h"
@@ -110,6 +112,25 @@ absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOpti
   }
   analysis.graph = std::move(graph);
   return analysis;
+}
+
+std::vector<RegionSource> KernelSources(const Analysis& analysis) {
+  std::vector<RegionSource> out;
+  for (const Region& r : analysis.plan.regions) {
+    if (!HasKernel(r.kind)) continue;
+    RegionSource rs;
+    rs.region = r.id;
+    absl::StatusOr<KernelSource> ks = EmitKernel(r, *analysis.graph, DefaultParams(r, analysis.plan.device));
+    if (ks.ok()) {
+      rs.kernel = ks->name;
+      rs.params = ks->params.ToString();
+      rs.source = ks->source;
+    } else {
+      rs.error = std::string(ks.status().message());
+    }
+    out.push_back(std::move(rs));
+  }
+  return out;
 }
 
 absl::StatusOr<Compiled> Compile(std::unique_ptr<Graph> graph, const CompileOptions& options) {

@@ -60,6 +60,14 @@ struct Analysis {
 // KILN_DUMP=ir,passes,ledger (to KILN_DUMP_DIR or stderr) and KILN_FUSION_FUEL.
 absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options);
 
+// A kernel region's CUDA source as codegen emits it with the heuristic KernelParams on the
+// plan's device (no NVRTC; `kiln dump --code`). `error` says why there is none.
+struct RegionSource {
+  int region = -1;
+  std::string kernel, params, source, error;
+};
+std::vector<RegionSource> KernelSources(const Analysis& analysis);
+
 struct CompileOptions {
   AnalyzeOptions analyze;       // analyze.device: the cost model's spec ("auto": the GPU's)
   std::string arch;             // NVRTC target; empty: this GPU's, or sm_90a without one

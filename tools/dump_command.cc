@@ -1,5 +1,6 @@
 #include "tools/dump_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -28,6 +29,8 @@ Shows every fusion decision for GRAPH and the cost-model numbers behind it.
   --after PASS      print the graph after PASS instead (see the pass list below)
   --measured FILE   (text) show next to each prediction the time `kiln bench --json FILE`
                     measured for the region, and the graph's end-to-end time
+  --code            (text) after the report, each region's generated CUDA source, with the
+                    heuristic KernelParams (no NVRTC needed; `kiln tune` may pick others)
   --shape BINDINGS  ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
 
 Environment: KILN_FUSION_FUEL=N stops after N merges; KILN_DISABLE_PASSES=a,b skips passes;
@@ -39,6 +42,26 @@ namespace {
 int Fail(const std::string& message, int code) {
   std::cerr << "kiln dump: error: " << message << "\n";
   return code;
+}
+
+// Every region's kernel source as codegen emits it (DefaultParams on the plan's device).
+std::string GeneratedCode(const Analysis& analysis) {
+  std::vector<RegionSource> sources = KernelSources(analysis);
+  std::string out;
+  for (const Region& r : analysis.plan.regions) {
+    absl::StrAppend(&out, "\n==== region ", r.id, " ", RegionKindName(r.kind), ": ");
+    auto rs = std::find_if(sources.begin(), sources.end(), [&](const RegionSource& s) { return s.region == r.id; });
+    if (rs != sources.end()) {
+      absl::StrAppend(&out, rs->error.empty() ? absl::StrCat(rs->kernel, " (", rs->params, ")\n", rs->source)
+                                              : absl::StrCat("codegen failed: ", rs->error, "\n"));
+    } else if (r.kind == RegionKind::kAttention) {
+      absl::StrAppend(&out, "no kernel of its own yet: it is lowered to cuBLASLt QK^T, a row kernel and "
+                            "cuBLASLt PV (`KILN_DUMP=cuda kiln compile` writes the row and layout kernels)\n");
+    } else {
+      absl::StrAppend(&out, r.kind == RegionKind::kMatmul ? "a cuBLASLt call" : "a view (no kernel)", "\n");
+    }
+  }
+  return out;
 }
 
 std::string PassNames() {
@@ -53,7 +76,7 @@ std::string PassNames() {
 int DumpCommand(const std::vector<std::string>& args) {
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(
       args, {{"device", true}, {"format", true}, {"svg", true}, {"why", true}, {"after", true}, {"shape", true},
-             {"measured", true}});
+             {"measured", true}, {"code", false}});
   if (!parsed.ok()) return Fail(std::string(parsed.status().message()), 2);
   if (parsed->help) {
     std::cout << kDumpCommandUsage << "passes, in order: " << PassNames() << "\n";
@@ -130,6 +153,7 @@ int DumpCommand(const std::vector<std::string>& args) {
   } else {
     std::cout << FusionReport(*analysis);
   }
+  if (format == "text" && parsed->Has("code")) std::cout << GeneratedCode(*analysis);
   return 0;
 }
 

@@ -462,6 +462,21 @@ TEST(KilnDumpTest, JsonHasRegionsWithKindsAndDecisions) {
   EXPECT_NE(r.out.find("\"decisions\":["), std::string::npos);
 }
 
+// --code shows each kernel region's generated source after the report; library calls and the
+// attention fallback say what they are instead.
+TEST(KilnDumpTest, CodeShowsEveryGeneratedKernel) {
+  Result r = RunKiln("dump " + Quote(Example("small/transformer_block.json")) + " --code");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t kernels = 0;
+  for (size_t at = r.out.find("extern \"C\" __global__"); at != std::string::npos;
+       at = r.out.find("extern \"C\" __global__", at + 1)) {
+    ++kernels;
+  }
+  EXPECT_EQ(kernels, 3u) << r.out;  // the two layer norms and the MLP activation
+  EXPECT_NE(r.out.find("==== region 1 matmul: a cuBLASLt call"), std::string::npos);
+  EXPECT_NE(r.out.find("==== region 2 attention: no kernel of its own yet"), std::string::npos);
+}
+
 TEST(KilnDumpTest, JsonLinesAndDotFormats) {
   Result lines = RunKiln("dump --format jsonl " + Quote(Example("small/softmax.json")));
   ASSERT_EQ(lines.exit_code, 0) << lines.err;
