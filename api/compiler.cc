@@ -114,6 +114,22 @@ absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOpti
   return analysis;
 }
 
+absl::StatusOr<std::vector<Tensor>> CompileAndRunOnHost(const Graph& graph,
+                                                        const std::map<std::string, Tensor>& inputs) {
+  KILN_RETURN_IF_ERROR(EnsureContext().status());
+  CompileOptions options;
+  KILN_ASSIGN_OR_RETURN(options.arch, CurrentDeviceArch());
+  KILN_ASSIGN_OR_RETURN(Compiled compiled, Compile(graph.Clone(), options));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, Executable::Load(std::move(compiled.lowered.program)));
+  std::vector<Tensor> in;
+  for (const Node* n : graph.inputs()) {
+    auto it = inputs.find(n->name());
+    if (it == inputs.end()) return absl::InvalidArgumentError(absl::StrCat("no value for input ", n->name()));
+    in.push_back(it->second);
+  }
+  return exe->RunOnHost(in);
+}
+
 std::vector<RegionSource> KernelSources(const Analysis& analysis) {
   std::vector<RegionSource> out;
   for (const Region& r : analysis.plan.regions) {

@@ -60,6 +60,12 @@ struct Analysis {
 // KILN_DUMP=ir,passes,ledger (to KILN_DUMP_DIR or stderr) and KILN_FUSION_FUEL.
 absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options);
 
+// Compiles `graph` for this GPU (heuristic launch parameters, no tuning) and runs it once on
+// host tensors given by input name; returns the outputs in graph order. For tests and quick
+// checks (ONNX node tests and fixtures on the GPU); needs a GPU.
+absl::StatusOr<std::vector<Tensor>> CompileAndRunOnHost(const Graph& graph,
+                                                        const std::map<std::string, Tensor>& inputs);
+
 // A kernel region's CUDA source as codegen emits it with the heuristic KernelParams on the
 // plan's device (no NVRTC; `kiln dump --code`). `error` says why there is none.
 struct RegionSource {

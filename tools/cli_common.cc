@@ -81,6 +81,15 @@ LoadedGraph LoadAndVerify(const std::string& command, const std::string& path, c
   return loaded;
 }
 
+absl::StatusOr<int> PositiveIntFlag(const ParsedArgs& args, const std::string& name, int fallback) {
+  if (!args.values.count(name)) return fallback;
+  int value = 0;
+  if (!absl::SimpleAtoi(args.values.at(name), &value) || value < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a positive integer"));
+  }
+  return value;
+}
+
 bool OneGraph(const std::string& command, const ParsedArgs& args, int* exit_code) {
   if (args.positional.size() == 1) return true;
   *exit_code = UsageError(command, args.positional.empty()

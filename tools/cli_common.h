@@ -42,6 +42,9 @@ LoadedGraph LoadAndVerify(const std::string& command, const std::string& path, c
 // Exactly one positional argument, the graph.
 bool OneGraph(const std::string& command, const ParsedArgs& args, int* exit_code);
 
+// The value of a positive integer flag `name` (or `fallback` when absent); an error names it.
+absl::StatusOr<int> PositiveIntFlag(const ParsedArgs& args, const std::string& name, int fallback);
+
 // Reads every graph input from DIR/NAME.npy or DIR/NAME.bin (exactly one of them).
 absl::StatusOr<std::map<std::string, Tensor>> ReadInputs(const Graph& graph, const std::string& dir);
 // Writes output i as DIR/<name>.bin and DIR/<name>.npy.

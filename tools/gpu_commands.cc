@@ -276,15 +276,13 @@ int BenchCommand(const std::vector<std::string>& argv) {
   }
   int code = kExitOk;
   if (!OneGraph("bench", *args, &code)) return code;
-  int reps = 50;
-  if (args->values.count("reps") && (!absl::SimpleAtoi(args->values.at("reps"), &reps) || reps < 1)) {
-    return UsageError("bench", "--reps needs a positive integer");
-  }
+  absl::StatusOr<int> reps = PositiveIntFlag(*args, "reps", 50);
+  if (!reps.ok()) return UsageError("bench", std::string(reps.status().message()));
   if (!HaveGpu()) return Error("bench", "no GPU (or no driver)", kExitFailure);
   absl::StatusOr<Target> target = LoadTarget("bench", *args, &code);
   if (!target.ok()) return code != kExitOk ? code : Error("bench", std::string(target.status().message()), kExitFailure);
   std::cout << target->what << "\n";
-  absl::StatusOr<BenchReport> report = BenchExecutable(*target->executable, *target->reference, reps);
+  absl::StatusOr<BenchReport> report = BenchExecutable(*target->executable, *target->reference, *reps);
   if (!report.ok()) return Error("bench", std::string(report.status().message()), kExitFailure);
   std::cout << report->ToText();
   if (args->values.count("json")) {
@@ -318,17 +316,15 @@ int TuneCommand(const std::vector<std::string>& argv) {
   }
   int code = kExitOk;
   if (!OneGraph("tune", *args, &code)) return code;
-  int reps = 15;
-  if (args->values.count("reps") && (!absl::SimpleAtoi(args->values.at("reps"), &reps) || reps < 1)) {
-    return UsageError("tune", "--reps needs a positive integer");
-  }
+  absl::StatusOr<int> reps = PositiveIntFlag(*args, "reps", 15);
+  if (!reps.ok()) return UsageError("tune", std::string(reps.status().message()));
   if (!HaveGpu()) return Error("tune", "no GPU (or no driver): tuning times kernels on the GPU", kExitFailure);
   LoadedGraph loaded = LoadAndVerify("tune", args->positional[0], &*args);
   if (!loaded.graph) return loaded.exit_code;
   absl::StatusOr<CompileOptions> options = CompileOptionsFromFlags(*args);
   if (!options.ok()) return Error("tune", std::string(options.status().message()), kExitUsage);
   options->tune = true;
-  options->tune_reps = reps;
+  options->tune_reps = *reps;
   options->tune_afresh = true;
   auto start = std::chrono::steady_clock::now();
   absl::StatusOr<Compiled> compiled = Compile(std::move(loaded.graph), *options);

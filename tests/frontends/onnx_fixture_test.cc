@@ -120,17 +120,7 @@ std::map<std::string, Tensor> Inputs(const Graph& g, const fs::path& dir) {
 // The graph's outputs: the interpreter, or the GPU (compiled for this device).
 absl::StatusOr<std::vector<Tensor>> Evaluate(const Graph& g, const std::map<std::string, Tensor>& inputs) {
 #ifdef KILN_FIXTURE_TESTS_ON_GPU
-  CompileOptions options;
-  absl::StatusOr<std::string> arch = CurrentDeviceArch();
-  if (!arch.ok()) return arch.status();
-  options.arch = *arch;
-  absl::StatusOr<Compiled> compiled = Compile(g.Clone(), options);
-  if (!compiled.ok()) return compiled.status();
-  absl::StatusOr<std::unique_ptr<Executable>> exe = Executable::Load(std::move(compiled->lowered.program));
-  if (!exe.ok()) return exe.status();
-  std::vector<Tensor> in;
-  for (const Node* n : g.inputs()) in.push_back(inputs.at(n->name()));
-  return (*exe)->RunOnHost(in);
+  return CompileAndRunOnHost(g, inputs);
 #else
   return Interpret(g, inputs);
 #endif
