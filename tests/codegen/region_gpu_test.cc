@@ -164,10 +164,15 @@ TEST_F(RegionGpuTest, PointwiseSizesAndBroadcasts) {
     })"));
 }
 
-TEST_F(RegionGpuTest, ZZSummary) {
-  std::printf("gpu-check: %d kernel outputs checked against the interpreter, %lld elements\n",
-              testing_gpu::Totals().outputs, static_cast<long long>(testing_gpu::Totals().elements));
-}
+// After every test of the binary (this file's and op_table_gpu_test.cc's): the totals.
+class SummaryEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::printf("gpu-check: %d kernel outputs checked against the interpreter, %lld elements\n",
+                testing_gpu::Totals().outputs, static_cast<long long>(testing_gpu::Totals().elements));
+  }
+};
+const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SummaryEnvironment);
 
 }  // namespace
 }  // namespace kiln
