@@ -6,13 +6,7 @@
 namespace kiln {
 namespace {
 
-Region Whole(const Graph& g) {
-  std::vector<Node*> nodes;
-  for (Node* n : g.PostOrder()) {
-    if (n->category() != OpCategory::kLeaf) nodes.push_back(n);
-  }
-  return DescribeRegion(0, nodes, g, g.PostOrder());
-}
+using testing::WholeRegion;
 
 TEST(DeviceSpecTest, NamedSpecsAndUnknownName) {
   ASSERT_TRUE(NamedDeviceSpec("h100").ok());
@@ -75,7 +69,7 @@ TEST(CostModelTest, AttentionIsPricedAsTheFallbackThatRuns) {
     att: bf16[2,8,16,32] = attention(q, k, v) {causal = true, scale = 0.0}
     return att
   })");
-  Region r = Whole(*g);
+  Region r = WholeRegion(*g);
   ASSERT_EQ(r.kind, RegionKind::kAttention);
   RunTimeEstimate e = EstimateRunTime(r, H100Spec());
   const int64_t io = 2 * (2 * 8 * 16 * 64 + 2 * 8 * 32 * 64 + 2 * 8 * 32 * 32) + 2 * (2 * 8 * 16 * 32);  // bytes
@@ -92,7 +86,7 @@ TEST(CostModelTest, PointwiseAddIsBandwidthPlusLaunch) {
     c: f32[1024,1024] = add(a, b)
     return c
   })");
-  RunTimeEstimate e = EstimateRunTime(Whole(*g), H100Spec());
+  RunTimeEstimate e = EstimateRunTime(WholeRegion(*g), H100Spec());
   EXPECT_EQ(e.bytes_read, 8 << 20);
   EXPECT_EQ(e.bytes_written, 4 << 20);
   EXPECT_DOUBLE_EQ(e.flops, 1 << 20);
@@ -108,7 +102,7 @@ TEST(CostModelTest, ScalarConstantsReadNothingAndBroadcastOperandsAreReadOnce) {
     y: bf16[256,512] = mul(t, h)
     return y
   })");
-  RunTimeEstimate e = EstimateRunTime(Whole(*g), H100Spec());
+  RunTimeEstimate e = EstimateRunTime(WholeRegion(*g), H100Spec());
   EXPECT_EQ(e.bytes_read, 256 * 512 * 2 + 512 * 2);
   EXPECT_EQ(e.bytes_written, 256 * 512 * 2);
 }
@@ -118,7 +112,7 @@ TEST(CostModelTest, MatmulIsPricedAtTheMatmulRate) {
     c: bf16[4096,4096] = matmul(a, b)
     return c
   })");
-  RunTimeEstimate e = EstimateRunTime(Whole(*g), H100Spec());
+  RunTimeEstimate e = EstimateRunTime(WholeRegion(*g), H100Spec());
   double flops = 2.0 * 4096 * 4096 * 4096;
   EXPECT_DOUBLE_EQ(e.flops, flops);
   EXPECT_NEAR(e.compute_us, flops / 798e6, 1e-6);
@@ -138,7 +132,7 @@ TEST(CostModelTest, RowThatFitsIsOnePassStreamedSoftmaxIsTwo) {
   for (int n : {8192, 128256}) {
     std::snprintf(text, sizeof(text), kTemplate, n, n, n, n);
     auto g = testing::Parse(text);
-    Region r = Whole(*g);
+    Region r = WholeRegion(*g);
     ASSERT_EQ(r.kind, RegionKind::kRowReduction);
     EXPECT_EQ(r.rows, 64);
     EXPECT_EQ(r.row_length, n);
@@ -157,7 +151,7 @@ TEST(CostModelTest, ViewsCostNothing) {
     r: f32[32] = reshape(x) {shape = [32]}
     return r
   })");
-  Region r = Whole(*g);
+  Region r = WholeRegion(*g);
   EXPECT_EQ(r.kind, RegionKind::kView);
   EXPECT_EQ(EstimateRunTime(r, H100Spec()).total_us, 0);
 }

@@ -13,6 +13,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/fusion/region.h"
 #include "passes/pass.h"
 
 namespace kiln::testing {
@@ -30,6 +31,15 @@ inline bool RunPass(Pass& pass, Graph& graph) {
   absl::Status verified = Verify(graph);
   EXPECT_TRUE(verified.ok()) << verified << "\n" << PrintGraph(graph);
   return changed.ok() && *changed;
+}
+
+// Every non-leaf node of `g` as one region.
+inline Region WholeRegion(const Graph& g) {
+  std::vector<Node*> nodes;
+  for (Node* n : g.PostOrder()) {
+    if (n->category() != OpCategory::kLeaf) nodes.push_back(n);
+  }
+  return DescribeRegion(0, nodes, g, g.PostOrder());
 }
 
 inline std::unique_ptr<Graph> LoadExample(const std::string& name) {

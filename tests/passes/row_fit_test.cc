@@ -21,11 +21,7 @@ Row WholeGraph(const std::string& text) {
   Row row;
   row.graph = testing::Parse(text);
   if (!row.graph) return row;
-  std::vector<Node*> nodes;
-  for (Node* n : row.graph->PostOrder()) {
-    if (n->category() != OpCategory::kLeaf) nodes.push_back(n);
-  }
-  row.region = DescribeRegion(0, nodes, *row.graph, row.graph->PostOrder());
+  row.region = testing::WholeRegion(*row.graph);
   EXPECT_EQ(row.region.kind, RegionKind::kRowReduction) << text;
   return row;
 }
