@@ -1,6 +1,7 @@
 #include "api/compiler.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -88,6 +89,21 @@ absl::StatusOr<DeviceSpec> ResolveDeviceSpec(const std::string& name) {
   }
   KILN_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(0));
   return DeviceSpecFromInfo(info);
+}
+
+absl::Status SaveGraphAsJson(const Graph& graph, const std::string& path) {
+  const std::filesystem::path out = path;
+  if (out.stem().empty() || out.extension() == ".bin") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": name a file not ending in .bin (the weights go to its side file STEM.bin)"));
+  }
+  JsonExportOptions options;
+  options.data_dir = out.has_parent_path() ? out.parent_path().string() : ".";
+  options.data_prefix = out.stem().string();
+  KILN_ASSIGN_OR_RETURN(std::string text, ExportJsonGraph(graph, options));
+  std::ofstream file(out, std::ios::binary);
+  if (!(file << text) || !file.flush()) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options) {

@@ -42,6 +42,10 @@ absl::StatusOr<DeviceSpec> ResolveDeviceSpec(const std::string& name);
 // the rest is derived from the h100 spec, as its provenance line says.
 DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info);
 
+// Writes `graph` in kiln's JSON format to `path` (docs/graph-format.md); constants over 4 KiB
+// go to the side file <stem>.bin next to it (so `path` must not itself end in .bin).
+absl::Status SaveGraphAsJson(const Graph& graph, const std::string& path);
+
 struct AnalyzeOptions {
   std::string device = "h100";  // ResolveDeviceSpec: h100, h200 (no GPU needed) or auto
   DebugOptions debug;            // usually DebugOptionsFromEnv()

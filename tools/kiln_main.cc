@@ -21,7 +21,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "api/compiler.h"
-#include "frontends/json/json_graph.h"
 #include "ir/graph.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
@@ -124,7 +123,7 @@ int RunCheck(const std::vector<std::string>& argv) {
   int code = kExitOk;
   if (!OneGraph("check", *args, &code)) return code;
   const std::filesystem::path out = args->Has("json") ? args->values.at("json") : "";
-  if (args->Has("json") && (out.stem().empty() || out.extension() == ".bin")) {
+  if (args->Has("json") && (out.stem().empty() || out.extension() == ".bin")) {  // before any work
     return UsageError("check", absl::StrCat("--json ", out.string(), ": name a file not ending in .bin (",
                                             "the weights go to its side file STEM.bin)"));
   }
@@ -132,14 +131,8 @@ int RunCheck(const std::vector<std::string>& argv) {
   if (!loaded.graph) return loaded.exit_code;
   std::cout << PrintGraph(*loaded.graph);
   if (args->Has("json")) {
-    JsonExportOptions options;
-    options.data_dir = out.has_parent_path() ? out.parent_path().string() : ".";
-    options.data_prefix = out.stem().string();
-    absl::StatusOr<std::string> text = ExportJsonGraph(*loaded.graph, options);
-    if (!text.ok()) return Error("check", absl::StrCat("--json ", out.string(), ": ", text.status().message()), kExitFailure);
-    std::ofstream file(out, std::ios::binary);
-    if (!(file << *text) || !file.flush()) {
-      return Error("check", absl::StrCat("--json: cannot write ", out.string()), kExitFailure);
+    if (absl::Status s = SaveGraphAsJson(*loaded.graph, out.string()); !s.ok()) {
+      return Error("check", absl::StrCat("--json ", s.message()), kExitFailure);
     }
     std::cerr << "kiln check: wrote " << out.string() << "\n";
   }
