@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,10 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   s.smem_per_block_bytes = info.shared_memory_per_block_optin_bytes;  // queried
   s.registers_per_sm = info.registers_per_sm;                   // queried
   s.launch_us = h100.launch_us;                                 // not queryable: the same estimate
+  s.grid_sync_us = h100.grid_sync_us;                           // not queryable: the same estimate
+  // What one SM draws alone: the h100 estimate scaled by this GPU's bandwidth per SM.
+  s.sm_bytes_per_us = h100.sm_bytes_per_us * (s.dram_bytes_per_us / std::max(info.sm_count, 1)) /
+                      (h100.dram_bytes_per_us / h100.sm_count);
   // runtime/device_info does not read the SM clock: the h100 per-SM rates (GH100 at its boost
   // clock) times the SM count; for another architecture they are a guess.
   const double per_sm = h100.sm_count > 0 ? static_cast<double>(info.sm_count) / h100.sm_count : 1.0;
@@ -106,6 +111,13 @@ absl::Status SaveGraphAsJson(const Graph& graph, const std::string& path) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> PipelinePassNames() {
+  std::vector<std::string> names;
+  const PassPipeline pipeline = DefaultPipeline();  // a named object: passes() refers into it
+  for (const auto& pass : pipeline.passes()) names.push_back(pass->name());
+  return names;
+}
+
 absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOptions& options) {
   KILN_ASSIGN_OR_RETURN(DeviceSpec device, ResolveDeviceSpec(options.device));
   Analysis analysis;
@@ -152,7 +164,7 @@ std::vector<RegionSource> KernelSources(const Analysis& analysis) {
     if (!HasKernel(r.kind)) continue;
     RegionSource rs;
     rs.region = r.id;
-    absl::StatusOr<KernelSource> ks = EmitKernel(r, *analysis.graph, DefaultParams(r, analysis.plan.device));
+    absl::StatusOr<KernelSource> ks = EmitKernel(r, DefaultParams(r, analysis.plan.device));
     if (ks.ok()) {
       rs.kernel = ks->name;
       rs.params = ks->params.ToString();

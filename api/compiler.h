@@ -14,6 +14,7 @@
 #include "ir/base/debug_options.h"
 #include "ir/graph.h"
 #include "passes/cost/device_spec.h"
+#include "passes/fusion/ledger.h"
 #include "passes/fusion/priority_fusion.h"
 #include "passes/pass_pipeline.h"
 #include "runtime/device_info.h"
@@ -59,6 +60,9 @@ struct Analysis {
   std::vector<std::pair<std::string, std::string>> snapshots;  // pass name -> graph after it
   FusionPlan plan;
 };
+
+// The passes Analyze runs, in order.
+std::vector<std::string> PipelinePassNames();
 
 // Runs the default pipeline on `graph`, then priority fusion on the named device. Honours
 // KILN_DUMP=ir,passes,ledger (to KILN_DUMP_DIR or stderr) and KILN_FUSION_FUEL.

@@ -2,28 +2,14 @@
 
 #include <algorithm>
 
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
+#include "ir/base/json_writer.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void Str(Writer& w, const char* key, const std::string& value) {
-  w.Key(key);
-  w.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
-}
-
-const char* ActualTemplate(const std::string& kind) {
-  if (kind == "attention") return "fallback: cuBLASLt QK^T, row kernel (row_reduce.cuh), cuBLASLt PV, layout copies";
-  if (kind == "pointwise") return "pointwise.cuh";
-  if (kind == "row_reduction") return "row_reduce.cuh";
-  if (kind == "other_reduction") return "col_reduce.cuh";
-  if (kind == "layout") return "layout.cuh";
-  if (kind == "matmul") return "cublasLt";
-  return "none (alias)";
-}
+using json::Str;
+using json::Writer;
 
 }  // namespace
 
@@ -37,8 +23,8 @@ std::string LoweringJsonLines(const LowerResult& lowered, const TuneResult& tuni
     Str(w, "record", "lowered");
     w.Key("region");
     w.Int(r.region);
-    Str(w, "kind", r.kind);
-    Str(w, "template", ActualTemplate(r.kind));
+    Str(w, "kind", RegionKindName(r.kind));
+    Str(w, "template", KindInfo(r.kind).runs_as);
     w.Key("steps");
     w.StartArray();
     for (int s : r.steps) w.Int(s);

@@ -5,14 +5,12 @@
 #include "ir/interpreter.h"
 #include "ir/promote.h"
 #include "ir/subgraph.h"
-#include "passes/pass_pipeline.h"
 
 namespace kiln {
 namespace {
 
 // Evaluates `plan`'s regions in order; `values` holds every tensor read or written so far.
-absl::Status RunRegions(const Graph& g, const FusionPlan& plan, const DeviceSpec& device,
-                        std::map<std::string, Tensor>& values) {
+absl::Status RunRegions(const Graph& g, const FusionPlan& plan, std::map<std::string, Tensor>& values) {
   for (const Node* n : g.PostOrder()) {
     if (n->op() == OpKind::kConstant) values.emplace(n->name(), *n->value());
   }
@@ -24,15 +22,6 @@ absl::Status RunRegions(const Graph& g, const FusionPlan& plan, const DeviceSpec
       if (it == values.end()) return absl::InternalError(absl::StrCat("region ", r.id, " reads ", n->name(), " unset"));
       in[n->name()] = it->second;
     }
-    if (r.kind == RegionKind::kAttention) {
-      KILN_RETURN_IF_ERROR(AttentionFallbackPipeline().Run(*sub, DebugOptions{}).status());
-      KILN_ASSIGN_OR_RETURN(FusionPlan sub_plan, PlanFusion(*sub, device));
-      KILN_RETURN_IF_ERROR(RunRegions(*sub, sub_plan, device, in));
-      for (size_t i = 0; i < r.outputs.size(); ++i) {
-        values[r.outputs[i]->name()] = in.at(sub->outputs()[i].node->name());
-      }
-      continue;
-    }
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> promoted, PromoteTo32(*sub));
     KILN_ASSIGN_OR_RETURN(std::vector<Tensor> out, Interpret(*promoted, in));
     for (size_t i = 0; i < r.outputs.size(); ++i) values[r.outputs[i]->name()] = std::move(out[i]);
@@ -43,10 +32,9 @@ absl::Status RunRegions(const Graph& g, const FusionPlan& plan, const DeviceSpec
 }  // namespace
 
 absl::StatusOr<std::vector<Tensor>> InterpretAsPlanned(const Graph& graph, const FusionPlan& plan,
-                                                       const std::map<std::string, Tensor>& inputs,
-                                                       const DeviceSpec& device) {
+                                                       const std::map<std::string, Tensor>& inputs) {
   std::map<std::string, Tensor> values = inputs;
-  KILN_RETURN_IF_ERROR(RunRegions(graph, plan, device, values));
+  KILN_RETURN_IF_ERROR(RunRegions(graph, plan, values));
   std::vector<Tensor> outputs;
   for (const Graph::Output& o : graph.outputs()) {
     auto it = values.find(o.node->name());

@@ -1,8 +1,8 @@
 // InterpretAsPlanned: the reference a compiled graph is checked against. The plan's regions
 // are evaluated in order on the interpreter, each with 16-bit floats computed in f32
 // (ir/promote.h) and its stored outputs rounded to their dtype, exactly where the GPU stores
-// them; an attention region is evaluated as the fallback the runtime runs (passes/
-// lower_attention.h), region by region. What is left between this and the GPU is f32
+// them (attention the template does not run was already rewritten by passes/lower_attention
+// before fusion, so its fallback's regions are in the plan). What is left between this and the GPU is f32
 // summation order (reductions, cuBLASLt's K loop), so it can be compared at tight
 // tolerances, while the whole graph evaluated in f32 (PromoteTo32 of the graph) differs by
 // the rounding at every region boundary, which for a bf16 block with outputs of magnitude
@@ -22,10 +22,9 @@
 
 namespace kiln {
 
-// Outputs in graph output order. `device` re-plans attention fallbacks as the JIT does.
+// Outputs in graph output order.
 absl::StatusOr<std::vector<Tensor>> InterpretAsPlanned(const Graph& graph, const FusionPlan& plan,
-                                                       const std::map<std::string, Tensor>& inputs,
-                                                       const DeviceSpec& device);
+                                                       const std::map<std::string, Tensor>& inputs);
 
 }  // namespace kiln
 

@@ -21,6 +21,7 @@
 #include "codegen/emit_kernel.h"
 #include "codegen/emitter_util.h"
 #include "ir/base/status.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 namespace codegen_internal {
@@ -45,15 +46,15 @@ class ElementwiseEmitter {
   std::string Bind(const TypedExpr& e, const std::string& key, const std::string& comment);
   enum class Vectorization { kNone, kRows, kFlat };
   Vectorization CanVectorize() const;
-  absl::Status EmitVectorBody(int v, bool flat);
-  absl::Status EmitScalarLoop(const std::string& first);
+  absl::Status EmitVectorBody(int v);
+  absl::Status EmitScalarBody();
 
   const Region& r_;
   KernelParams p_;
   std::set<const Node*> members_;
   std::map<const Node*, std::string> in_names_, out_names_;
   CodeWriter w_{2};
-  bool uses_philox_ = false, uses_reduce_ = false, uses_layout_ = false;
+  bool uses_philox_ = false, uses_layout_ = false;
   // Vector mode: the loaded value of each input for the lane being evaluated.
   int lane_ = -1;
   std::map<const Node*, std::pair<std::string, bool>> vec_inputs_;  // name, is_array
@@ -227,7 +228,6 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Gather(const Node* n, const std::s
 }
 
 absl::StatusOr<TypedExpr> ElementwiseEmitter::Reduce(const Node* n, const std::string& idx) {
-  uses_reduce_ = true;
   const Node* x = n->operand(0);
   const Shape& xs = x->shape();
   const int rank = xs.size();
@@ -312,13 +312,10 @@ ElementwiseEmitter::Vectorization ElementwiseEmitter::CanVectorize() const {
   return flat ? Vectorization::kFlat : Vectorization::kNone;
 }
 
-absl::Status ElementwiseEmitter::EmitVectorBody(int v, bool flat) {
-  w_.Line(absl::StrCat("const long long n_vec = count / ", v, "LL;  // ",
-                       flat ? absl::StrCat("whole vectors; the scalar loop below does the last count % ", v)
-                            : absl::StrCat("count is a multiple of ", v, " (the innermost extent is)")));
-  w_.Open("for (long long vi = kiln::GlobalThreadIndex(); vi < n_vec; vi += kiln::GridStride())");
-  w_.Line(absl::StrCat("const long long i = vi * ", v, "LL;  // first element of this vector"));
+// Body::Vector(i): the v elements [i, i + v) of every output, i a multiple of v.
+absl::Status ElementwiseEmitter::EmitVectorBody(int v) {
   // Inputs: one V-wide load when the innermost axis is theirs, one scalar when it is broadcast.
+  const bool flat = CanVectorize() == Vectorization::kFlat;
   for (const Node* in : r_.inputs) {
     const std::string& arg = in_names_.at(in);
     const std::string off = Index(BroadcastIndex(r_.space, in->shape(), "i"));
@@ -353,16 +350,13 @@ absl::Status ElementwiseEmitter::EmitVectorBody(int v, bool flat) {
     w_.Line(absl::StrCat("kiln::StoreVec<", StorageTypeName(o->dtype()), ", ", v, ">(", out_names_.at(o), " + i, ",
                          out_arrays[o], ");"));
   }
-  w_.Close();
   return absl::OkStatus();
 }
 
-// One element per thread per step, from element `first` + the thread index (a C prefix: "" or
-// "n_vec * 8LL + ").
-absl::Status ElementwiseEmitter::EmitScalarLoop(const std::string& first) {
+// Body::Scalar(i): element i of every output (an output smaller than the space only below its size).
+absl::Status ElementwiseEmitter::EmitScalarBody() {
   int64_t count = 0;
   for (const Node* o : r_.outputs) count = std::max(count, o->num_elements());
-  w_.Open(absl::StrCat("for (long long i = ", first, "kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride())"));
   for (const Node* o : r_.outputs) {
     const bool full = o->num_elements() == count;
     if (!full) w_.Open(absl::StrCat("if (i < ", o->num_elements(), "LL)"));
@@ -371,7 +365,6 @@ absl::Status ElementwiseEmitter::EmitScalarLoop(const std::string& first) {
                          Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
     if (!full) w_.Close();
   }
-  w_.Close();
   return absl::OkStatus();
 }
 
@@ -379,9 +372,9 @@ absl::StatusOr<KernelSource> ElementwiseEmitter::Emit() {
   members_.insert(r_.nodes.begin(), r_.nodes.end());
   KernelSource ks;
   ks.kind = r_.kind;
-  ks.template_name = RegionTemplate(r_.kind);
-  std::vector<std::string> params;
-  PointerParams(r_, &ks.args, &params, &in_names_, &out_names_);
+  ks.template_name = KindInfo(r_.kind).runs_as;
+  std::vector<std::string> params, fields;
+  PointerParams(r_, &ks.args, &params, &fields, &in_names_, &out_names_);
   params.push_back("long long count");
   if (r_.outputs.empty()) return absl::InvalidArgumentError("region has no outputs");
   int64_t count = 0;
@@ -390,34 +383,42 @@ absl::StatusOr<KernelSource> ElementwiseEmitter::Emit() {
   ks.count_meaning = "elements";
 
   const Vectorization vectorization = CanVectorize();
+  std::string functions;
+  bool tail = false;
   if (vectorization != Vectorization::kNone) {
-    const bool flat = vectorization == Vectorization::kFlat;
-    KILN_RETURN_IF_ERROR(EmitVectorBody(p_.vector_width, flat));
-    if (flat) KILN_RETURN_IF_ERROR(EmitScalarLoop(absl::StrCat("n_vec * ", p_.vector_width, "LL + ")));
+    tail = vectorization == Vectorization::kFlat;
+    KILN_RETURN_IF_ERROR(EmitVectorBody(p_.vector_width));
+    absl::StrAppend(&functions, "  __device__ __forceinline__ void Vector(long long i) const {\n", w_.text(), "  }\n");
+    w_ = CodeWriter(2);
     ks.notes.push_back(absl::StrCat("vectorised: ", p_.vector_width, " elements per thread per step",
-                                    flat ? ", a scalar loop for the last count % vector width" : ""));
+                                    tail ? ", one at a time for the last count % vector width" : ""));
   } else {
     if (p_.vector_width > 1) {
-      ks.notes.push_back("scalar loop (vector width 1): layout ops, a reduction, or an operand broadcast along an "
-                         "innermost extent that is not a multiple of the vector width");
+      ks.notes.push_back("one element per thread per step (vector width 1): layout ops, a reduction, or an operand "
+                         "broadcast along an innermost extent that is not a multiple of the vector width");
     }
     p_.vector_width = 1;
-    KILN_RETURN_IF_ERROR(EmitScalarLoop(""));
+  }
+  if (p_.vector_width == 1 || tail) {
+    KILN_RETURN_IF_ERROR(EmitScalarBody());
+    absl::StrAppend(&functions, "  __device__ __forceinline__ void Scalar(long long i) const {\n", w_.text(), "  }\n");
   }
   ks.params = p_;
   ks.launch.block = p_.block_size;
   ks.launch.items_per_block = static_cast<int64_t>(p_.block_size) * p_.vector_width;
+  std::string body = absl::StrCat("  static constexpr int kV = ", p_.vector_width,
+                                  ";\n  static constexpr bool kTail = ", tail ? "true" : "false", ";\n");
+  for (const std::string& f : fields) absl::StrAppend(&body, "  ", f, ";\n");
+  absl::StrAppend(&body, functions);
   std::vector<std::string> includes = {"kiln_types.cuh", "pointwise.cuh"};
-  if (uses_reduce_) includes.push_back("col_reduce.cuh");
   if (uses_layout_) includes.push_back("layout.cuh");
   if (uses_philox_) includes.push_back("kiln_philox.cuh");
   std::vector<std::string> comment = {
       absl::StrCat("kiln ", RegionKindName(r_.kind), " kernel (", ks.template_name, "), ", p_.ToString()),
       "Generated by codegen/emit_elementwise.cc from these nodes:"};
   for (const Node* n : r_.nodes) comment.push_back("  " + NodeComment(n));
-  const char* tag = r_.kind == RegionKind::kPointwise ? "pw" : r_.kind == RegionKind::kLayout ? "layout"
-                    : r_.kind == RegionKind::kOtherReduction ? "red" : "rowgen";
-  FinishKernel(tag, includes, comment, p_.block_size, params, w_.text(), &ks);
+  FinishKernel(KindInfo(r_.kind).tag, includes, comment, p_.block_size, params, body,
+               "kiln::PointwiseKernel<Body>(body, count);", &ks);
   return ks;
 }
 

@@ -2,37 +2,50 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/base/status.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
+namespace {
 
-bool HasKernel(RegionKind kind) {
-  return kind == RegionKind::kPointwise || kind == RegionKind::kRowReduction ||
-         kind == RegionKind::kOtherReduction || kind == RegionKind::kLayout;
+using Emitter = absl::StatusOr<KernelSource> (*)(const Region&, const KernelParams&);
+
+// The emitter of each kind that runs a generated kernel.
+struct EmitterEntry {
+  RegionKind kind;
+  Emitter emit;
+};
+constexpr EmitterEntry kEmitters[] = {
+    {RegionKind::kPointwise, codegen_internal::EmitElementwiseKernel},
+    {RegionKind::kLayout, codegen_internal::EmitElementwiseKernel},
+    {RegionKind::kRowReduction, codegen_internal::EmitRowKernel},
+    {RegionKind::kColumnReduction, codegen_internal::EmitElementwiseKernel},
+};
+
+Emitter EmitterOf(RegionKind kind) {
+  for (const EmitterEntry& e : kEmitters) {
+    if (e.kind == kind) return e.emit;
+  }
+  return nullptr;
 }
 
-absl::StatusOr<KernelSource> EmitKernel(const Region& region, const Graph& graph, const KernelParams& params) {
-  if (!HasKernel(region.kind)) {
-    const char* why = region.kind == RegionKind::kMatmul ? "it runs as a cuBLASLt call"
-                      : region.kind == RegionKind::kView ? "it is an alias of its input (no kernel)"
-                                                         : "its tiled template is not written yet";
-    return absl::UnimplementedError(absl::StrCat("region ", region.id, " of kind ", RegionKindName(region.kind),
-                                                 " has no generated kernel: ", why));
+}  // namespace
+
+bool HasKernel(RegionKind kind) { return EmitterOf(kind) != nullptr; }
+
+absl::StatusOr<KernelSource> EmitKernel(const Region& region, const KernelParams& params) {
+  const RegionKindInfo& info = KindInfo(region.kind);
+  const Emitter emit = EmitterOf(region.kind);
+  if (emit == nullptr) {
+    return absl::UnimplementedError(absl::StrCat("region ", region.id, " of kind ", info.name,
+                                                 " has no generated kernel: it runs as ", info.runs_as));
   }
   KILN_RETURN_IF_ERROR(ValidateParams(params));
   if (region.nodes.empty()) return absl::InvalidArgumentError(absl::StrCat("region ", region.id, " is empty"));
-  if (region.kind == RegionKind::kRowReduction) {
-    absl::StatusOr<KernelSource> row = codegen_internal::EmitRowKernel(region, params);
-    if (row.ok() || row.status().code() != absl::StatusCode::kUnimplemented) return row;
-    // A row region the row template cannot place: the elementwise emitter is always correct
-    // (each output element folds its row serially), only slow.
-    absl::StatusOr<KernelSource> generic = codegen_internal::EmitElementwiseKernel(region, params);
-    if (generic.ok()) {
-      generic->notes.push_back(absl::StrCat("row template not applicable (", row.status().message(),
-                                            "): serial elementwise fallback"));
-    }
-    return generic;
+  if (!region.placed) {
+    return absl::InternalError(absl::StrCat("region ", region.id, " (", region.NodeList(4), ") is not placed: ",
+                                            region.placed.reason()));
   }
-  return codegen_internal::EmitElementwiseKernel(region, params);
+  return emit(region, params);
 }
 
 }  // namespace kiln

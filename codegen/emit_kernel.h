@@ -1,14 +1,12 @@
 // EmitKernel: a FusionPlan region -> one CUDA kernel (KernelSource; the ABI is documented in
-// codegen/kernel_source.h). Kinds and their templates:
-//   pointwise        pointwise.cuh  (grid-stride loop, 16-byte vectors where the innermost
-//                                    extent allows, straight-line code from the op table)
-//   row_reduction    row_reduce.cuh (codegen/emit_row.cc: rows of [rows x N], passes per
-//                                    reduction level, registers or streaming, online softmax,
-//                                    deterministic combine over rows)
-//   other_reduction  col_reduce.cuh (one thread per output, serial fold over reduced elements)
-//   layout           layout.cuh     (one thread per output element, index remapping copy)
-// matmul (cuBLASLt), attention (its template comes later) and view (an alias, no kernel) are
-// refused with an Unimplemented error naming the kind.
+// codegen/kernel_source.h), by the emitter of the region's kind. Each emitter generates only a
+// `Body` (the region's fused expressions as small member functions) and a 3-line extern "C"
+// entry that calls its kind's kernel template with the launch shape of its KernelParams:
+//   pointwise, layout   emit_elementwise.cc -> templates/pointwise.cuh PointwiseKernel
+//   row_reduction       emit_row.cc         -> templates/row_reduce.cuh RowKernel
+//   column_reduction    emit_elementwise.cc (one thread per output, a serial fold)
+// Kinds that run no generated kernel (matmul: cuBLASLt; view: an alias) are refused with an
+// error naming the kind; the kind table (passes/fusion/region_kind.h) says how each runs.
 #ifndef KILN_CODEGEN_EMIT_KERNEL_H_
 #define KILN_CODEGEN_EMIT_KERNEL_H_
 
@@ -20,7 +18,7 @@
 
 namespace kiln {
 
-absl::StatusOr<KernelSource> EmitKernel(const Region& region, const Graph& graph, const KernelParams& params);
+absl::StatusOr<KernelSource> EmitKernel(const Region& region, const KernelParams& params);
 
 // Whether EmitKernel makes a kernel for regions of this kind.
 bool HasKernel(RegionKind kind);

@@ -82,7 +82,7 @@ std::string BroadcastIndex(const Shape& from, const Shape& to, const std::string
 }
 
 void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vector<std::string>* params,
-                   std::map<const Node*, std::string>* input_names,
+                   std::vector<std::string>* body_fields, std::map<const Node*, std::string>* input_names,
                    std::map<const Node*, std::string>* output_names) {
   int k = 0;
   for (const Node* n : region.inputs) {
@@ -90,6 +90,7 @@ void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vect
     (*input_names)[n] = name;
     args->push_back({n->name(), n->dtype(), n->shape(), false});
     params->push_back(absl::StrCat("const ", StorageTypeName(n->dtype()), "* __restrict__ ", name));
+    body_fields->push_back(params->back());
   }
   k = 0;
   for (const Node* n : region.outputs) {
@@ -97,6 +98,7 @@ void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vect
     (*output_names)[n] = name;
     args->push_back({n->name(), n->dtype(), n->shape(), true});
     params->push_back(absl::StrCat(StorageTypeName(n->dtype()), "* __restrict__ ", name));
+    body_fields->push_back(params->back());
   }
 }
 
@@ -120,12 +122,20 @@ bool IsIndexRemapping(const Node* n) {
 
 void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& includes,
                   const std::vector<std::string>& comment, int launch_bound,
-                  const std::vector<std::string>& params, const std::string& body, KernelSource* out) {
+                  const std::vector<std::string>& params, const std::string& body, const std::string& call,
+                  KernelSource* out) {
   std::string text;
   for (const std::string& c : comment) absl::StrAppend(&text, "// ", c, "\n");
   for (const std::string& inc : includes) absl::StrAppend(&text, "#include \"", inc, "\"\n");
-  absl::StrAppend(&text, "\nextern \"C\" __global__ void __launch_bounds__(", launch_bound, ") KILN_KERNEL_NAME(\n    ",
-                  absl::StrJoin(params, ",\n    "), ") {\n", body, "}\n");
+  // The pointer parameters are the Body's first members, in order.
+  std::vector<std::string> pointers;
+  for (const std::string& p : params) {
+    if (p.find('*') == std::string::npos || p.find("scratch") != std::string::npos) continue;
+    pointers.push_back(p.substr(p.rfind(' ') + 1));
+  }
+  absl::StrAppend(&text, "\nstruct Body {\n", body, "};\n\nextern \"C\" __global__ void __launch_bounds__(",
+                  launch_bound, ") KILN_KERNEL_NAME(\n    ", absl::StrJoin(params, ",\n    "),
+                  ") {\n  const Body body{", absl::StrJoin(pointers, ", "), "};\n  ", call, "\n}\n");
   out->name = absl::StrCat("kiln_", kind_tag, "_", Hex64(Fnv1a64(text)));
   out->source = absl::StrReplaceAll(text, {{"KILN_KERNEL_NAME", out->name}});
 }

@@ -47,17 +47,25 @@ std::string SumTerms(const std::vector<std::string>& terms);
 // "x * k" with k == 1 and k == 0 simplified.
 std::string Scale(const std::string& x, int64_t k);
 
-// The kernel's pointer parameters and args for `region` (inputs then outputs), with the
-// names "in<k>" / "out<k>" recorded in `names`.
+// The kernel's pointer parameters and args for `region` (inputs then outputs), named
+// "in<k>" / "out<k>" (recorded in the name maps), and the same pointers as members of the
+// generated Body ("const __nv_bfloat16* __restrict__ in0").
 void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vector<std::string>* params,
-                   std::map<const Node*, std::string>* input_names,
+                   std::vector<std::string>* body_fields, std::map<const Node*, std::string>* input_names,
                    std::map<const Node*, std::string>* output_names);
 
-// Joins the pieces of a kernel: a header comment, #includes, the signature and the body, and
-// names it "kiln_<kind>_<hash of everything else>".
+// Joins the pieces of a kernel's translation unit: a header comment, #includes, `struct Body
+// { body }` (the generated fused expressions; its first members are the pointer fields, in
+// parameter order, so it is built by aggregate initialisation), and the extern "C" entry
+//   extern "C" __global__ void __launch_bounds__(B) kiln_<tag>_<hash>(params) {
+//     const Body body{<the pointer parameters>};
+//     <call>                       e.g. kiln::RowKernel<Body, kiln::RowShape<...>>(body, count, scratch);
+//   }
+// named by the hash of everything else.
 void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& includes,
                   const std::vector<std::string>& comment, int launch_bound,
-                  const std::vector<std::string>& params, const std::string& body, KernelSource* out);
+                  const std::vector<std::string>& params, const std::string& body, const std::string& call,
+                  KernelSource* out);
 
 // The node's line for the header comment: "name = op(a, b)" (no shapes: the batch extent must
 // not change the source).

@@ -5,12 +5,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/dtype.h"
+#include "passes/fusion/reduce_placement.h"
 
 namespace kiln {
 
 std::string KernelParams::ToString() const {
-  return absl::StrCat("block=", block_size, " vec=", vector_width, " rows=", rows_per_block,
-                      " chunk=", chunk);
+  std::string s = absl::StrCat("block=", block_size, " vec=", vector_width, " rows=", rows_per_block, " chunk=", chunk);
+  if (split != 1) absl::StrAppend(&s, " split=", split);
+  if (tile_m != 0 || tile_n != 0) absl::StrAppend(&s, " tile=", tile_m, "x", tile_n);
+  if (stages != 0) absl::StrAppend(&s, " stages=", stages);
+  if (warps != 0) absl::StrAppend(&s, " warps=", warps);
+  return s;
 }
 
 uint64_t KernelParams::Hash() const { return Fnv1a64(ToString()); }
@@ -35,6 +40,14 @@ absl::Status ValidateParams(const KernelParams& p) {
   if (p.chunk < 0) {
     return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(), ": chunk must be >= 0"));
   }
+  if (p.split < 1 || p.split > 1024 || (p.split > 1 && p.rows_per_block != 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KernelParams ", p.ToString(), ": split must be in [1, 1024], and > 1 only with a block per row"));
+  }
+  if (p.tile_m < 0 || p.tile_n < 0 || p.stages < 0 || p.warps < 0 || p.warps > 32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KernelParams ", p.ToString(), ": tiles, stages and warps are >= 0 (warps at most 32)"));
+  }
   return absl::OkStatus();
 }
 
@@ -52,12 +65,6 @@ int VectorWidthFor(const Region& region, int64_t inner) {
   int v = static_cast<int>(std::min<int64_t>(8, 16 / std::max<int64_t>(smallest, 1)));
   while (v > 1 && inner != 0 && (inner < 0 || inner % v != 0)) v /= 2;
   return v;
-}
-
-int64_t RowShapedInputs(const Region& region) {
-  int64_t count = 0;
-  for (const Node* n : region.inputs) count += n->num_elements() == region.rows * region.row_length;
-  return std::max<int64_t>(count, 1);
 }
 
 // Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
@@ -98,19 +105,22 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.vector_width = VectorWidthFor(region, flat ? 0 : s.empty() ? 1 : s.back());
     return p;
   }
-  const int64_t n = region.row_length;
-  p.vector_width = VectorWidthFor(region, n);
-  if (n <= 1024) {
+  // Rows start anywhere (the row kernel takes a head and a tail one element at a time), so
+  // the vector width need not divide N.
+  const RowFit& fit = region.reduce->fit;
+  const int64_t share = fit.share;
+  p.vector_width = VectorWidthFor(region, 0);
+  p.split = fit.split;
+  if (share <= 1024 && fit.split == 1) {
     // A warp per row, or part of one for short rows: enough lanes for one vector each.
     p.block_size = 256;
-    p.rows_per_block = p.block_size / ThreadsForShortRow(n, p.vector_width);
+    p.rows_per_block = p.block_size / ThreadsForShortRow(share, p.vector_width);
   } else {
-    p.block_size = std::clamp(RoundDownPow2(n / p.vector_width / 4), 128, 1024);
+    p.block_size = std::clamp(RoundDownPow2(share / p.vector_width / 4), 128, 1024);
     p.rows_per_block = 1;
   }
-  // The one on-chip rule, shared with the cost model (passes/cost/row_fit.h); a cached row
+  // The one launch rule, shared with the cost model (passes/cost/row_fit.h); a cached row
   // gets at least the threads the rule spread it over.
-  const RowFit fit = FitRowOnChip(region, device);
   if (fit.on_chip) {
     if (p.rows_per_block == 1) p.block_size = std::max<int>(p.block_size, static_cast<int>(fit.threads));
     p.chunk = 0;
@@ -162,8 +172,15 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     KernelParams p = d;  // the other caching choice
     const int64_t tpr = ThreadsPerRow(p);
     p.chunk = d.chunk == 0 ? tpr * p.vector_width * 2 : 0;
-    const int64_t per_thread = (region.row_length + tpr - 1) / tpr;
-    if (p.chunk > 0 || per_thread * RowShapedInputs(region) <= 4 * kRowCacheFloatsPerThread) add(p);
+    const int64_t per_thread = (region.reduce->fit.share + tpr - 1) / tpr;
+    if (p.chunk > 0 || per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread) add(p);
+  }
+  if (d.split > 1) {  // fewer or more blocks per row
+    for (int split : {d.split / 2, d.split * 2}) {
+      KernelParams p = d;
+      p.split = split;
+      if (split >= 1 && region.reduce->space.reduced / split >= 1024) add(p);
+    }
   }
   return out;
 }

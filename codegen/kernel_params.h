@@ -12,6 +12,10 @@
 //                   passes; > 0 = the row is streamed from global memory, `chunk` elements per
 //                   loop step (a multiple of threads-per-row x vector_width; the multiple is
 //                   the loop's unroll factor)
+//   split           reduction kernels: blocks that share one row (or one reduced extent),
+//                   combining their partial results deterministically; 1 = none
+//   tile_m, tile_n  tiled kinds (layout, column reduction, attention): the tile's extents
+//   stages, warps   tiled kinds: pipeline depth and warps per block (0: the kind's default)
 #ifndef KILN_CODEGEN_KERNEL_PARAMS_H_
 #define KILN_CODEGEN_KERNEL_PARAMS_H_
 
@@ -22,7 +26,7 @@
 #include "absl/status/status.h"
 #include "ir/base/hash.h"
 #include "passes/cost/device_spec.h"
-#include "passes/cost/row_fit.h"  // kRowCacheFloatsPerThread, FitRowOnChip
+#include "passes/cost/row_fit.h"  // kRowCacheFloatsPerThread, RowFit
 #include "passes/fusion/region.h"
 
 namespace kiln {
@@ -32,15 +36,16 @@ struct KernelParams {
   int vector_width = 1;
   int rows_per_block = 1;
   int64_t chunk = 0;
+  int split = 1;
+  int tile_m = 0, tile_n = 0;
+  int stages = 0, warps = 0;
 
-  // "block=256 vec=8 rows=1 chunk=0".
+  // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
+  // (" split=4", " tile=64x64", " stages=2", " warps=4").
   std::string ToString() const;
   // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).
   uint64_t Hash() const;
-  bool operator==(const KernelParams& other) const {
-    return block_size == other.block_size && vector_width == other.vector_width &&
-           rows_per_block == other.rows_per_block && chunk == other.chunk;
-  }
+  bool operator==(const KernelParams& other) const { return ToString() == other.ToString(); }
   bool operator!=(const KernelParams& other) const { return !(*this == other); }
 };
 
@@ -53,11 +58,12 @@ absl::Status ValidateParams(const KernelParams& params);
 // The heuristic default for `region` on `device`:
 //  * elementwise kinds: 256 threads, vector = 16 bytes / the smallest element size among the
 //    region's inputs and outputs (at most 8), halved until it divides the innermost extent.
-//  * row reductions: vector as above (dividing N); rows of at most 1024 elements go one per
-//    warp (8 rows per 256-thread block); longer rows one per block with block = clamp(N / V / 4,
-//    128, 1024) rounded to a power of two. The row is cached when FitRowOnChip (the cost
-//    model's rule) says it fits, with at least the threads the rule needs; else streamed
-//    (chunk = threads x V x 2, at most 512 threads).
+//  * row reductions: vector as above (any N: rows have a head and a tail); the blocks per row
+//    (split) and whether the row fits on chip are the region's RowFit (the cost model's rule,
+//    passes/cost/row_fit.h); rows (or shares of a split row) of at most 1024 elements go one
+//    per warp (8 rows per 256-thread block); longer ones one per block with block =
+//    clamp(share / V / 4, 128, 1024) rounded to a power of two, at least the threads the rule
+//    needs when cached; else streamed (chunk = threads x V x 2, at most 512 threads).
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device);
 
 // A small list for a later autotuner (the default first, no duplicates, all valid for the region).

@@ -3,18 +3,26 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 
 int64_t LaunchRule::Grid(int64_t count) const {
-  int64_t per = std::max<int64_t>(items_per_block, 1);
-  int64_t grid = (std::max<int64_t>(count, 0) + per - 1) / per;
-  return std::clamp<int64_t>(grid, 1, max_grid);
+  const int64_t per = std::max<int64_t>(items_per_block, 1);
+  const int64_t group = std::max<int64_t>(blocks_per_item_group, 1);
+  const int64_t groups = std::clamp<int64_t>((std::max<int64_t>(count, 0) + per - 1) / per, 1, max_grid / group);
+  return groups * group;
 }
 
 std::string LaunchRule::ToString() const {
-  return absl::StrCat("grid = min(ceil(count / ", items_per_block, "), ", max_grid, "), block = ", block,
-                      ", dynamic smem = ", dynamic_smem_bytes);
+  std::string s = absl::StrCat("grid = min(ceil(count / ", items_per_block, ")",
+                               blocks_per_item_group > 1 ? absl::StrCat(" x ", blocks_per_item_group) : "", ", ",
+                               max_grid, ")");
+  if (grid_y > 1 || grid_z > 1) absl::StrAppend(&s, " x ", grid_y, " x ", grid_z);
+  absl::StrAppend(&s, ", block = ", block, ", dynamic smem = ", dynamic_smem_bytes);
+  if (cluster_x > 1) absl::StrAppend(&s, ", cluster = ", cluster_x);
+  if (cooperative) absl::StrAppend(&s, ", cooperative");
+  return s;
 }
 
 std::string KernelSource::Signature() const {

@@ -13,19 +13,22 @@
 //    i64 long long, bool unsigned char 0/1). Every pointer must be 16-byte aligned (the
 //    vectorised loads rely on it; cuMemAlloc gives 256). Outputs must not alias inputs or each
 //    other. A tensor read and written by the same region never occurs (regions are acyclic).
-//  * `scratch` is present iff scratch_fixed_bytes > 0: ScratchBytes(count) bytes of device
-//    memory, 16-byte aligned, whose first 16 bytes are zero before the FIRST launch (the kernel
-//    leaves them zero again on exit, so the runtime zeroes it once at allocation). It holds the
-//    last-block-done counter and the per-row partials of a deterministic combine
-//    (templates/row_reduce.cuh).
+//  * `scratch` is present iff has_scratch: ScratchBytes(count) bytes of device memory, 16-byte
+//    aligned, all zero before the FIRST launch; every launch leaves its counters zero again, so
+//    the runtime zeroes it once at allocation. It holds the last-block-done counter and the
+//    per-row partials of a deterministic combine, and the barrier counters and partial
+//    accumulators of split rows (templates/row_reduce.cuh).
 //  * `count` is the run-time extent named by count_meaning: the number of elements of the
 //    iteration space (pointwise, layout, other reductions) or the number of rows (row
 //    reductions). It is a run-time argument so a new batch size reuses the kernel; the region's
 //    own value is `count`.
-//  * Launch: grid = launch.Grid(count) blocks (1-D), launch.block threads (1-D), and
-//    launch.dynamic_smem_bytes of dynamic shared memory (0 today: kernels use static shared
-//    memory below 48 KB, so no cuFuncSetAttribute is needed). Every kernel is a grid-stride
-//    loop, so any grid >= 1 is correct; Grid() is the one that covers count in one sweep.
+//  * Launch: a grid of launch.Grid(count) x grid_y x grid_z blocks of launch.block threads
+//    (1-D blocks), launch.dynamic_smem_bytes of dynamic shared memory (above 48 KB the runtime
+//    raises the kernel's limit with cuFuncSetAttribute), thread-block clusters of cluster_x
+//    blocks along x where cluster_x > 1 (sm_90), and a cooperative launch (every block resident
+//    at once) where cooperative is set: the runtime then caps the x extent at what fits on the
+//    GPU, a multiple of blocks_per_item_group. Kernels loop over their count (grid-stride), so
+//    any x extent >= blocks_per_item_group is correct; Grid() covers count in one sweep.
 //  * Every output element is written exactly once per launch; no output is read.
 //
 // The name is "kiln_<kind>_<16 hex digits>", the hash of the source body (itself a pure
@@ -54,11 +57,16 @@ struct KernelArg {
 
 struct LaunchRule {
   int block = 256;                // threads per block
-  int64_t items_per_block = 256;  // count units one block covers in one sweep
+  int64_t items_per_block = 256;  // count units one group of blocks covers in one sweep
+  int64_t blocks_per_item_group = 1;  // x blocks that share one group of items (a split row)
+  int64_t grid_y = 1, grid_z = 1;  // the other grid axes (fixed extents)
   int64_t max_grid = 2147483647;  // the grid's x limit
   int dynamic_smem_bytes = 0;
+  int cluster_x = 1;              // blocks per thread-block cluster along x (sm_90); 1: none
+  bool cooperative = false;       // every block resident at once (blocks wait for each other)
 
-  // ceil(count / items_per_block), clamped to [1, max_grid].
+  // ceil(count / items_per_block) x blocks_per_item_group, clamped to [1, max_grid] (a
+  // multiple of blocks_per_item_group).
   int64_t Grid(int64_t count) const;
   std::string ToString() const;
 };

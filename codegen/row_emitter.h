@@ -1,5 +1,8 @@
-// The row-reduction emitter's class (codegen/emit_row.cc emits the kernel; row_analysis.cc
-// places every node of the region in the row space). Internal to codegen.
+// The row-reduction emitter (internal to codegen): generates the `Body` of one row region that
+// templates/row_reduce.cuh's RowKernel runs. Where every node sits in the row space comes
+// from the region's analysis (passes/fusion/reduce_placement.h); this class only turns it
+// into code. row_values.cc evaluates values and indices; emit_row.cc writes the Body's
+// members, one function at a time.
 #ifndef KILN_CODEGEN_ROW_EMITTER_H_
 #define KILN_CODEGEN_ROW_EMITTER_H_
 
@@ -9,80 +12,77 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
 #include "codegen/emitter_util.h"
 #include "codegen/kernel_params.h"
 #include "codegen/kernel_source.h"
+#include "passes/fusion/reduce_placement.h"
 
 namespace kiln::codegen_internal {
 
-// What a value of the region depends on: the row index r, the column index c, both or neither.
-struct Form {
-  bool row = false;  // depends on the row index r
-  bool col = false;  // depends on the column index c
-  bool operator==(const Form& o) const { return row == o.row && col == o.col; }
-  bool operator!=(const Form& o) const { return !(*this == o); }
+// Where the function being written evaluates values.
+enum class RowWhere {
+  kRow,      // per-row code (BeginRow, Finish, StoreRow, Partials): no column
+  kVector,   // Step / Store: kV lanes at columns c0 + lane, the cached inputs in `x`
+  kElement,  // Step1 / Store1: one element at column c
+  kPick,     // inside Finish: one element at column pc (a one-hot row sum)
+  kCombined, // Combined: after the combines, scalars only
 };
-
-inline std::string FormName(Form f) {
-  return f.row && f.col ? "row-shaped" : f.row ? "per-row" : f.col ? "broadcast-into-row" : "scalar";
-}
 
 class RowEmitter {
  public:
-  RowEmitter(const Region& region, const KernelParams& params)
-      : r_(region), p_(params), R_(region.rows), N_(region.row_length) {}
+  RowEmitter(const Region& region, const KernelParams& params);
   absl::StatusOr<KernelSource> Emit();
 
  private:
+  // ---- row_values.cc
   bool Member(const Node* n) const { return members_.count(n) > 0; }
-  bool IsRowReduction(const Node* n) const;
-  bool IsCombine(const Node* n) const;
-  absl::Status Classify();
-  absl::StatusOr<Form> ViewOf(const Node* user, Form user_form, const Node* operand) const;
-  absl::StatusOr<int> SplitPoint(const Shape& s, Form f) const;
-  void FindOnlinePairs();
-  void FindPicks();
-  const Node* SkipViews(const Node* n) const;
-  absl::Status EmitPick(const Node* red);
+  std::string Column(int lane) const;
+  // The linear index of `n` (a member or an input) at the current point of the row space.
+  absl::StatusOr<std::string> IndexOf(const Node* n, int lane) const;
+  // Whether `n`'s kV elements at columns [c0, c0 + kV) are one aligned vector.
+  bool VectorLoadable(const Node* n) const;
+  bool PerRow(const Node* n) const;  // constant along the row: a Row field
+  absl::StatusOr<TypedExpr> Value(const Node* n, int lane);
+  absl::StatusOr<TypedExpr> Load(const Node* n, int lane);
+  absl::StatusOr<TypedExpr> Compute(const Node* n, int lane);
+  absl::StatusOr<TypedExpr> Reduced(const Node* n) const;  // a reduction's per-row result
+  // Makes `n` a Row field holding `e` (in a kRow function).
+  TypedExpr SetRowField(const Node* n, const TypedExpr& e);
 
-  // Values. `lane` is -1 outside a column loop.
-  absl::StatusOr<TypedExpr> Value(const Node* n, Form view, int lane);
-  absl::StatusOr<TypedExpr> Load(const Node* n, Form view, int lane);
-  std::string LinearIndex(Form f, int lane) const;
-  std::string Col(int lane) const { return picking_ ? "pc" : absl::StrCat("(c0 + ", lane, ")"); }
-  // " && active" where a group may hold no row (several rows per warp), else "".
-  std::string Guard() const { return G_ < 32 ? " && active" : ""; }
-  absl::Status HoistPerRow(int level);
-  absl::Status EmitPass(int level, bool final_pass);
+  // ---- emit_row.cc
+  void Begin(RowWhere where);
+  std::string End();
+  absl::Status EmitBeginRow();
+  absl::Status EmitLevel(int level);
+  absl::Status EmitStep(int level, bool vector);
+  absl::Status EmitFinish(int level);
+  absl::Status EmitPick(const Node* red);
+  absl::Status EmitStore(bool vector);
+  absl::Status EmitStoreRow();
+  absl::Status EmitCombined();
   std::string FunctorOf(const Node* red) const;
+  std::string AccTypeOf(const Node* red) const;
 
   const Region& r_;
+  const ReducePlacement& pl_;
   KernelParams p_;
-  const int64_t R_, N_;
-  int G_ = 0, V_ = 1, iters_ = 0, unroll_ = 1;
-  bool cached_ = false;
-  std::set<const Node*> members_;
-  std::map<const Node*, Form> form_;
-  std::map<const Node*, int> level_;     // max reduction level in the node's cone (0: none)
-  std::map<const Node*, bool> combined_; // depends on a combine
-  std::map<const Node*, const Node*> pair_of_;  // sum reduction -> its max reduction (online pair)
-  std::set<const Node*> pair_max_;
-  struct Pick {
-    const Node* value;  // f: the where's operand taken where the iota equals the index
-    const Node* index;  // s: per-row (or scalar) integer column
-    const Node* eq;     // the comparison that reads s
-  };
-  std::map<const Node*, Pick> picks_;  // one-hot row sum -> what it picks
-  bool picking_ = false;               // emitting f at the single column "pc"
-  std::vector<const Node*> combines_;
-  std::map<const Node*, std::string> in_names_, out_names_;
-  std::map<const Node*, std::string> cache_;  // row-shaped input -> register array
-  std::set<const Node*> cache_loaded_, cache_pending_;
+  const int64_t N_;
+  int V_ = 1;
+  bool aligned_ = true;  // N % V == 0: every row starts on a vector boundary
+
+  RowWhere where_ = RowWhere::kRow;
   CodeWriter w_{2};
-  bool uses_philox_ = false;
+  std::set<const Node*> members_;
+  std::map<const Node*, std::string> in_names_, out_names_;
+  std::map<const Node*, std::string> row_fields_;  // per-row value -> field of Row ("v3")
+  std::vector<std::string> row_decls_;
+  std::map<const Node*, std::string> vec_fields_;  // cached row input -> field of Vec ("x0")
+  std::vector<std::string> vec_decls_;
+  std::map<const Node*, std::string> acc_fields_;  // accumulated reduction -> field of its AccN
+  std::map<const Node*, std::string> combine_values_;  // in Combined: combine -> local
+  std::string functions_;
   std::vector<std::string> notes_;
-  int max_level_ = 0;
+  bool uses_philox_ = false;
 };
 
 }  // namespace kiln::codegen_internal

@@ -26,6 +26,18 @@ Node* Rewrite(Graph& graph, Node* node) {
       }
       for (int64_t& a : axes) a = a < 0 ? a + rank : a;
       std::sort(axes.begin(), axes.end());
+      // Axes in several runs (sum over (0, 2) of [A, B, C]): reduce the last run (keeping its
+      // axes as 1s), then the rest, so that every reduction covers one run of adjacent axes
+      // [outer | reduced | inner] (passes/fusion/reduce_placement.h). A mean of equal-sized
+      // means is the mean.
+      size_t run = axes.empty() ? 0 : axes.size() - 1;
+      while (run > 0 && axes[run - 1] + 1 == axes[run]) --run;
+      if (run > 0) {
+        const std::vector<int64_t> last(axes.begin() + run, axes.end()), rest(axes.begin(), axes.begin() + run);
+        Node* inner = rw.Add(op, {operand(0)}, {{"axes", last}, {"keep_dims", true}});
+        Node* outer = rw.Add(op, {inner}, {{"axes", rest}, {"keep_dims", true}});
+        return attrs.GetBool("keep_dims") ? outer : rw.Add(OpKind::kReshape, {outer}, {{"shape", node->shape()}});
+      }
       if (axes == attrs.GetInts("axes")) return nullptr;
       Attributes changed = attrs;
       changed.Set("axes", axes);

@@ -1,7 +1,9 @@
 // canonicalize: puts equivalent spellings of a computation into one form, so that later
 // passes (decompose, CSE, attention matching, fusion) match one pattern instead of many, and
 // the hand-decomposed graphs ONNX exporters write meet the ones kiln's decomposition writes.
-//  * axes: negative axes become positive; reduction axes are sorted;
+//  * axes: negative axes become positive; reduction axes are sorted, and a reduction over
+//    axes in several runs becomes one reduction per run (innermost first), so that every
+//    reduction reduces adjacent axes;
 //  * no-ops fold away: reshape/broadcast_to to the same shape, cast to the same dtype,
 //    identity transpose, full slice; reshape(reshape(x)) and transpose(transpose(x)) compose;
 //  * exporter spellings: pow(x, 2) -> mul(x, x); pow(x, 0.5) -> sqrt(x);

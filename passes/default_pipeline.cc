@@ -19,6 +19,9 @@ PassPipeline DefaultPipeline() {
   pipeline.Add(std::make_unique<Canonicalize>());
   // Before decompose: the attention pattern is matched on the composite softmax.
   pipeline.Add(std::make_unique<MatchAttention>());
+  // Attention the tiled template does not run becomes matmul, softmax and matmul here, once,
+  // so that fusion prices what runs.
+  pipeline.Add(std::make_unique<LowerAttention>());
   pipeline.Add(std::make_unique<Decompose>());
   // Decompositions create scalar constants and foldable pairs; fold, then merge duplicates
   // (two norms of one tensor share their mean), then drop what nothing reads.
@@ -29,24 +32,10 @@ PassPipeline DefaultPipeline() {
   return pipeline;
 }
 
-// An attention region's subgraph, for targets without a tiled attention kernel: the JIT
-// (runtime/jit/lower.cc) plans and lowers what this leaves (two matmuls, one row kernel).
-PassPipeline AttentionFallbackPipeline() {
-  PassPipeline pipeline;
-  pipeline.Add(std::make_unique<LowerAttention>());
-  pipeline.Add(std::make_unique<Canonicalize>());
-  pipeline.Add(std::make_unique<ConstantFold>());
-  pipeline.Add(std::make_unique<Cse>());
-  pipeline.Add(std::make_unique<Dce>());
-  return pipeline;
-}
-
 std::vector<std::string> KnownPassNames() {
   std::set<std::string> names;
-  PassPipeline pipelines[] = {DefaultPipeline(), AttentionFallbackPipeline()};
-  for (const PassPipeline& pipeline : pipelines) {
-    for (const auto& pass : pipeline.passes()) names.insert(pass->name());
-  }
+  const PassPipeline pipeline = DefaultPipeline();  // a named object: passes() refers into it
+  for (const auto& pass : pipeline.passes()) names.insert(pass->name());
   return {names.begin(), names.end()};
 }
 

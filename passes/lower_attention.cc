@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/base/status.h"
+#include "passes/fusion/region_kind.h"
 #include "passes/rewrite_util.h"
 
 namespace kiln {
@@ -52,7 +53,7 @@ absl::StatusOr<bool> LowerAttention::Run(Graph& graph) {
   bool changed = false;
   Replacements replacements;
   for (Node* node : graph.PostOrder()) {
-    if (node->op() != OpKind::kAttention) continue;
+    if (node->op() != OpKind::kAttention || AttentionTemplateCovers(*node)) continue;
     Node* lowered = Lower(graph, node);
     KILN_CHECK(lowered->shape() == node->shape() && lowered->dtype() == node->dtype())
         << "lowering of " << node->ToString() << " built " << lowered->ToString();

@@ -1,6 +1,8 @@
-// lower_attention: rewrites attention into primitives, for targets that have no tiled
-// attention kernel yet (the JIT uses it on attention regions; it is not in the default
-// pipeline, whose plans keep attention whole). For q [.., S, D], k [.., T, D], v [.., T, E]:
+// lower_attention: rewrites into primitives every attention node the tiled attention template
+// does not run (AttentionTemplateCovers, passes/fusion/region_kind.h), before fusion, so that
+// fusion plans, prices and reports what actually runs: two cuBLASLt matmuls around one row
+// kernel over the stored scores. The one place the attention fallback is decided; nothing
+// after fusion plans again. For q [.., S, D], k [.., T, D], v [.., T, E]:
 //   s = matmul(q, transpose(k)) * scale [+ mask]        (scale 0 means 1/sqrt(D))
 //   s = where(col <= row, s, -inf)                      (causal only; iota row/col indices)
 //   m = max(s); m0 = where(m == -inf, 0, m); e = exp(s - m0); l = sum(e)
@@ -19,7 +21,7 @@ class LowerAttention : public Pass {
  public:
   const char* name() const override { return "lower_attention"; }
   const char* summary() const override {
-    return "rewrite attention into matmul, guarded softmax and matmul (no tiled attention kernel yet)";
+    return "rewrite attention the tiled template does not run into matmul, guarded softmax and matmul";
   }
   absl::StatusOr<bool> Run(Graph& graph) override;
 };

@@ -17,16 +17,6 @@ bool SingleUse(const Graph& graph, const Node* node) {
   return true;
 }
 
-bool SwapsLastTwo(const Node* node) {
-  if (node->op() != OpKind::kTranspose) return false;
-  const std::vector<int64_t>& perm = node->attrs().GetInts("perm");
-  size_t r = perm.size();
-  if (r < 2) return false;
-  for (size_t i = 0; i + 2 < r; ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
-}
 
 // A constant over the last two dims [S, T] (leading dims all 1 or broadcast copies) that keeps
 // exactly j <= i. `keep(v)` says whether an element value means "attend".
@@ -101,7 +91,7 @@ Node* Match(Graph& graph, Node* out) {
   scale *= PeelScalarFactor(graph, q);
   scale *= PeelScalarFactor(graph, kt);
   Rewriter rw(graph, out->name());
-  Node* k = SwapsLastTwo(kt) ? kt->operand(0) : nullptr;
+  Node* k = SwapsLastTwoAxes(kt) ? kt->operand(0) : nullptr;
   int64_t rank = kt->shape().size();
   if (k == nullptr) {
     std::vector<int64_t> perm;

@@ -55,8 +55,6 @@ class PassPipeline {
 // The default pipeline (passes/default_pipeline.cc): the table of contents of kiln's
 // graph-level optimisation, in order.
 PassPipeline DefaultPipeline();
-// What the JIT runs on an attention region's subgraph while there is no attention template.
-PassPipeline AttentionFallbackPipeline();
 // The names of every pass of the pipelines above, sorted (what KILN_DISABLE_PASSES accepts).
 std::vector<std::string> KnownPassNames();
 

@@ -49,4 +49,14 @@ bool IsConstantSplat(const Node* node, double value) {
   return t->num_elements() > 0;
 }
 
+bool SwapsLastTwoAxes(const Node* node) {
+  if (node->op() != OpKind::kTranspose) return false;
+  const std::vector<int64_t>& perm = node->attrs().GetInts("perm");
+  const int64_t r = static_cast<int64_t>(perm.size());
+  for (int64_t i = 0; i + 2 < r; ++i) {
+    if (perm[i] != i) return false;
+  }
+  return r >= 2 && perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
+}
+
 }  // namespace kiln

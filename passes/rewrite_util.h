@@ -43,6 +43,9 @@ class Replacements {
 std::optional<double> ScalarConstantValue(const Node* node);
 // True if `node` is a constant whose every element equals `value`.
 bool IsConstantSplat(const Node* node, double value);
+// transpose(x, perm) with perm = [0, 1, .., r-1, r-2]: a swap of the last two axes (a matmul
+// operand cuBLASLt reads transposed).
+bool SwapsLastTwoAxes(const Node* node);
 
 }  // namespace kiln
 

@@ -170,9 +170,14 @@ std::string SerializeProgram(const Program& p) {
         w.Ints(s.kernel.args);
         w.I64(s.kernel.scratch);
         w.I64(s.kernel.count);
-        w.I64(s.kernel.grid);
-        w.I64(s.kernel.block);
-        w.I64(s.kernel.dynamic_smem_bytes);
+        w.I64(s.kernel.launch.grid);
+        w.I64(s.kernel.launch.grid_y);
+        w.I64(s.kernel.launch.grid_z);
+        w.I64(s.kernel.launch.block);
+        w.I64(s.kernel.launch.dynamic_smem_bytes);
+        w.I64(s.kernel.launch.cluster_x);
+        w.I64(s.kernel.launch.cooperative ? 1 : 0);
+        w.I64(s.kernel.launch.grid_multiple);
         break;
       case Step::Kind::kMatmul:
         WriteSpec(w, s.matmul.spec);
@@ -281,9 +286,14 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
         s.kernel.args = r.Ints("kernel args");
         s.kernel.scratch = r.Int("kernel scratch");
         s.kernel.count = r.I64("kernel count");
-        s.kernel.grid = r.I64("kernel grid");
-        s.kernel.block = r.Int("kernel block");
-        s.kernel.dynamic_smem_bytes = r.Int("kernel smem");
+        s.kernel.launch.grid = r.I64("kernel grid");
+        s.kernel.launch.grid_y = r.I64("kernel grid y");
+        s.kernel.launch.grid_z = r.I64("kernel grid z");
+        s.kernel.launch.block = r.Int("kernel block");
+        s.kernel.launch.dynamic_smem_bytes = r.Int("kernel smem");
+        s.kernel.launch.cluster_x = r.Int("kernel cluster");
+        s.kernel.launch.cooperative = r.I64("kernel cooperative") != 0;
+        s.kernel.launch.grid_multiple = r.I64("kernel grid multiple");
         break;
       case Step::Kind::kMatmul: {
         s.matmul.spec = ReadSpec(r);

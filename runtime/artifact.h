@@ -19,7 +19,9 @@
 
 namespace kiln {
 
-inline constexpr uint32_t kArtifactVersion = 2;  // 2: matmul alignment, the lowering ledger
+// 2: matmul alignment, the lowering ledger; 3: the launch shape (3-D grid, clusters,
+// cooperative launches, grid multiple) and kernels built from templated Bodies.
+inline constexpr uint32_t kArtifactVersion = 3;
 
 std::string SerializeProgram(const Program& program);
 absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::string& where = "artifact");

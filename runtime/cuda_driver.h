@@ -43,6 +43,8 @@ namespace kiln {
   X(cuFuncGetAttribute)               \
   X(cuFuncSetAttribute)               \
   X(cuLaunchKernel)                   \
+  X(cuLaunchKernelEx)                 \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuMemAlloc)                       \
   X(cuMemFree)                        \
   X(cuMemGetInfo)                     \

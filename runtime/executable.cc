@@ -8,6 +8,7 @@
 #include "ir/base/status.h"
 #include "runtime/buffer_plan.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/launch.h"
 #include "runtime/matmul.h"
 
 namespace kiln {
@@ -70,6 +71,7 @@ class Executable::Impl {
   CUcontext context = nullptr;
   std::vector<CUmodule> modules;
   std::vector<CUfunction> functions;  // per step (null for non-kernel steps)
+  std::vector<int64_t> grids;         // per step: the x extent to launch with (PrepareKernel)
   std::vector<int> matmul_plans;      // per step (-1 for non-matmul steps)
   DeviceBuffer constants, arena, persistent;
   std::unique_ptr<MatmulRunner> matmuls;
@@ -105,17 +107,20 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Load(Program program, in
     impl->modules.push_back(module);
   }
   impl->functions.assign(program.steps.size(), nullptr);
+  impl->grids.assign(program.steps.size(), 0);
   impl->matmul_plans.assign(program.steps.size(), -1);
   for (size_t s = 0; s < program.steps.size(); ++s) {
     const Step& step = program.steps[s];
     if (step.kind == Step::Kind::kKernel) {
       KILN_CU_RETURN_IF_ERROR(cu->cuModuleGetFunction(&impl->functions[s], impl->modules[step.kernel.module],
                                                       step.kernel.name.c_str()));
-      if (step.kernel.dynamic_smem_bytes > 48 * 1024) {
-        KILN_CU_RETURN_IF_ERROR(cu->cuFuncSetAttribute(impl->functions[s],
-                                                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                       step.kernel.dynamic_smem_bytes));
+      absl::StatusOr<int64_t> grid = PrepareKernel(*cu, impl->functions[s], step.kernel.launch);
+      if (!grid.ok()) {
+        return absl::Status(grid.status().code(),
+                            absl::StrCat("step ", s, " (", step.label, ") kernel ", step.kernel.name, ": ",
+                                         grid.status().message()));
       }
+      impl->grids[s] = *grid;
     } else if (step.kind == Step::Kind::kMatmul) {
       if (!impl->matmuls) {
         KILN_ASSIGN_OR_RETURN(impl->matmuls, MatmulRunner::Create());
@@ -240,11 +245,11 @@ absl::Status Executable::Launch(absl::Span<const DeviceTensor> inputs, absl::Spa
         params.clear();
         for (CUdeviceptr& ptr : pointers) params.push_back(&ptr);
         params.push_back(&count);
-        CUresult r = cu->cuLaunchKernel(impl_->functions[s], static_cast<unsigned>(k.grid), 1, 1, k.block, 1, 1,
-                                        k.dynamic_smem_bytes, stream, params.data(), nullptr);
-        if (r != CUDA_SUCCESS) {
-          absl::Status e = CuResultToStatus(r, "cuLaunchKernel", __FILE__, __LINE__);
-          return absl::Status(e.code(), absl::StrCat("step ", s, " (", step.label, ") kernel ", k.name, ": ", e.message()));
+        absl::Status launched =
+            LaunchKernel(*cu, impl_->functions[s], k.launch, impl_->grids[s], params.data(), stream);
+        if (!launched.ok()) {
+          return absl::Status(launched.code(),
+                              absl::StrCat("step ", s, " (", step.label, ") kernel ", k.name, ": ", launched.message()));
         }
         break;
       }

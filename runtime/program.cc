@@ -105,8 +105,11 @@ absl::Status Program::Validate() const {
       if (k.module < 0 || k.module >= static_cast<int>(modules.size())) {
         return Bad(absl::StrCat("step ", s, " names module ", k.module));
       }
-      if (k.grid < 1 || k.grid > 2147483647 || k.block < 1 || k.block > 1024 || k.dynamic_smem_bytes < 0 ||
-          k.dynamic_smem_bytes > (256 << 10) || k.count < 0) {
+      const LaunchShape& l = k.launch;
+      if (l.grid < 1 || l.grid > 2147483647 || l.grid_y < 1 || l.grid_y > 65535 || l.grid_z < 1 || l.grid_z > 65535 ||
+          l.block < 1 || l.block > 1024 || l.dynamic_smem_bytes < 0 || l.dynamic_smem_bytes > (256 << 10) ||
+          l.cluster_x < 1 || l.cluster_x > 16 || l.grid % l.cluster_x != 0 || l.grid_multiple < 1 ||
+          l.grid % l.grid_multiple != 0 || k.count < 0) {
         return Bad(absl::StrCat("step ", s, " has a bad launch shape"));
       }
     } else if (step.kind == Step::Kind::kMatmul) {
@@ -166,7 +169,7 @@ std::string Program::ToString() const {
     switch (s.kind) {
       case Step::Kind::kKernel:
         absl::StrAppendFormat(&out, "  step %d launch %s grid %d block %d count %d args (%s)%s\n", i, s.kernel.name,
-                              s.kernel.grid, s.kernel.block, s.kernel.count, absl::StrJoin(s.kernel.args, ","),
+                              s.kernel.launch.grid, s.kernel.launch.block, s.kernel.count, absl::StrJoin(s.kernel.args, ","),
                               s.kernel.scratch >= 0 ? absl::StrCat(" scratch ", s.kernel.scratch) : "");
         break;
       case Step::Kind::kMatmul:

@@ -44,15 +44,27 @@ struct Buffer {
   int alias_of = -1;   // kAlias: the buffer whose bytes these are
 };
 
+// How a kernel is launched (the launch convention of codegen/kernel_source.h): a 3-D grid of
+// 1-D blocks, dynamic shared memory (raised past 48 KB with cuFuncSetAttribute at load),
+// thread-block clusters along x (sm_90), and cooperative launches, whose x extent the
+// executable caps at what is resident on the GPU (a multiple of grid_multiple).
+struct LaunchShape {
+  int64_t grid = 1;           // x extent
+  int64_t grid_y = 1, grid_z = 1;
+  int block = 256;
+  int dynamic_smem_bytes = 0;
+  int cluster_x = 1;          // blocks per cluster along x; 1: no cluster
+  bool cooperative = false;   // every block resident at once
+  int64_t grid_multiple = 1;  // the x extent stays a multiple of this (blocks that share a row)
+};
+
 struct KernelStep {
   std::string name;       // the extern "C" symbol
   int module = -1;        // index into Program::modules
   std::vector<int> args;  // buffer ids, in the kernel's parameter order (ABI: codegen/kernel_source.h)
   int scratch = -1;       // buffer id of the scratch argument, or -1 when the kernel has none
   int64_t count = 0;      // the trailing `long long count` argument
-  int64_t grid = 1;
-  int block = 256;
-  int dynamic_smem_bytes = 0;
+  LaunchShape launch;
 };
 
 struct MatmulStep {

@@ -130,6 +130,45 @@ struct Min {
   }
 };
 
+// Integer folds (exact, wrapping sums; max/min), for integer reductions.
+struct SumI64 {
+  __device__ __forceinline__ static long long Identity() { return 0; }
+  // y = a + b (mod 2^64)
+  __device__ __forceinline__ static long long Apply(long long a, long long b) { return static_cast<long long>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b)); }
+};
+struct MaxI64 {
+  __device__ __forceinline__ static long long Identity() { return -9223372036854775807LL - 1; }
+  // y = max(a, b)
+  __device__ __forceinline__ static long long Apply(long long a, long long b) { return a < b ? b : a; }
+};
+struct MinI64 {
+  __device__ __forceinline__ static long long Identity() { return 9223372036854775807LL; }
+  // y = min(a, b)
+  __device__ __forceinline__ static long long Apply(long long a, long long b) { return b < a ? b : a; }
+};
+// i32 max/min identities (the interpreter starts i32 max at INT32_MIN, not INT64_MIN).
+struct MaxI32 {
+  __device__ __forceinline__ static long long Identity() { return -2147483647LL - 1; }
+  // y = max(a, b)
+  __device__ __forceinline__ static long long Apply(long long a, long long b) { return a < b ? b : a; }
+};
+struct MinI32 {
+  __device__ __forceinline__ static long long Identity() { return 2147483647LL; }
+  // y = min(a, b)
+  __device__ __forceinline__ static long long Apply(long long a, long long b) { return b < a ? b : a; }
+};
+
+// ---- type selection ---------------------------------------------------------------------------
+// SelectType<I, T1, T2, ...>::Type is T_I (1-based): a generated Body's accumulator of level I.
+template <int I, class T, class... Ts>
+struct SelectType {
+  using Type = typename SelectType<I - 1, Ts...>::Type;
+};
+template <class T, class... Ts>
+struct SelectType<1, T, Ts...> {
+  using Type = T;
+};
+
 // ---- warp and block reductions ------------------------------------------------------------
 // Butterfly over each aligned segment of kWidth lanes (the whole warp by default), then the
 // segment's first lane's result broadcast, so every lane of a segment holds the same bits even

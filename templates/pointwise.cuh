@@ -1,10 +1,9 @@
-// pointwise.cuh: the loop skeleton of elementwise kernels (pointwise, layout and the simple
-// other-reduction kernels). The generated kernel is one grid-stride loop over a run-time
-// element (or vector) count; its body is straight-line code emitted from the op table:
-//   for (long long i = GlobalThreadIndex(); i < count; i += GridStride()) { ...body... }
-// All index arithmetic is 64-bit, so tensors above 2^31 elements are addressed correctly.
-// The vectorised form handles V consecutive elements per iteration (i counts vectors); it is
-// only emitted when the innermost extent is a multiple of V, so it needs no tail.
+// pointwise.cuh: the elementwise kernel (region kinds pointwise and layout, and the column
+// reductions of the serial emitter) and the f32 helpers generated expressions call. The kernel
+// is one grid-stride loop over a run-time element count; codegen (emit_elementwise.cc)
+// generates only the Body: straight-line code from the op table for kV consecutive elements
+// (Vector) and for one (Scalar). All index arithmetic is 64-bit, so tensors above 2^31
+// elements are addressed correctly.
 #pragma once
 
 #include "kiln_types.cuh"
@@ -17,6 +16,24 @@ __device__ __forceinline__ long long GlobalThreadIndex() {
 }
 __device__ __forceinline__ long long GridStride() {
   return static_cast<long long>(gridDim.x) * blockDim.x;
+}
+
+// The elementwise kernel. Body provides kV (elements per step), kTail (whether count may not be
+// a multiple of kV: then the last count % kV elements are taken one at a time), Vector(i)
+// (elements [i, i + kV), i a multiple of kV) when kV > 1, and Scalar(i) when kV == 1 or kTail.
+template <class Body>
+__device__ __forceinline__ void PointwiseKernel(const Body& body, long long count) {
+  constexpr int kV = Body::kV;
+  static_assert(kV >= 1 && (kV & (kV - 1)) == 0, "a vector is a power of two of elements");
+  if constexpr (kV > 1) {
+    const long long vectors = count / kV;
+    for (long long v = GlobalThreadIndex(); v < vectors; v += GridStride()) body.Vector(v * kV);
+    if constexpr (Body::kTail) {
+      for (long long i = vectors * kV + GlobalThreadIndex(); i < count; i += GridStride()) body.Scalar(i);
+    }
+  } else {
+    for (long long i = GlobalThreadIndex(); i < count; i += GridStride()) body.Scalar(i);
+  }
 }
 
 // ---- f32 helpers the emitted expressions call (one formula each) ------------------------

@@ -1,16 +1,27 @@
-// row_reduce.cuh: device pieces of the row-reduction kernels (region kind row_reduction).
-// A row kernel owns rows of a row space [rows x N] (N a compile-time constant, rows a run-time
-// argument). A row is handled by a group of kThreads threads (one warp for short rows, the
-// whole block otherwise); the generated code makes one pass over the row per dependency level
-// of its reductions, each pass a loop of vectors (V elements per thread per step):
-//   pass:   acc = Op(acc, f(x[r, c]))  for c = (k * kThreads + t) * V + j
-//   reduce: acc = GroupReduce<Op>(acc)   -> the per-row value, in every thread of the group
-// Row-shaped inputs are cached in registers (compile-time indexed arrays) when the row fits
-// the per-thread budget; otherwise each pass re-reads global memory, and a max followed by
-// sum(exp(x - max)) is computed in one pass with the online merge below.
-// A "combine" (a per-row value reduced over all rows, e.g. a mean loss) is made deterministic
-// without float atomics: every row writes its value into a scratch array, the last block to
-// finish (an integer atomic on a counter) reduces the array in a fixed order.
+// row_reduce.cuh: the row-reduction kernel (region kind row_reduction), as a template.
+//
+// A row region lives in a row space [rows x N]: N (the row length) is a compile-time constant,
+// rows a run-time argument. The loop structure is here; codegen (codegen/emit_row.cc)
+// generates only a `Body`: the fused expressions of one region, as small member functions
+// that this kernel calls (the contract is the RowKernel comment below). One row is owned by a
+// group of kThreadsPerRow threads: part of a warp (4, 8, 16 lanes: short rows, several per
+// warp), a warp, or a whole block; with kSplit > 1 by kSplit blocks at once (few long rows).
+//
+//   for each row r owned:
+//     BeginRow           per-row values that need no reduction (a target index, a row's bias)
+//     level L = 1..kLevels: Init; Step over every vector of the row (recomputing the prologue
+//                        the level needs); merge over the group (and over the split blocks,
+//                        through global memory, in a fixed order); Finish: per-row values
+//     final pass         Store: the row-shaped outputs, as vectors
+//     StoreRow           per-row outputs; Partials: the per-row values of combines
+//   combine              the last block folds the per-row partials in a fixed order
+//
+// Vectors of kV elements start on kV-element boundaries of the row space, so a row whose start
+// is not one (N not a multiple of kV) has a head and a tail of fewer than kV elements, taken
+// one element at a time (Step1/Store1). With kCacheIters > 0 each thread keeps its vectors of
+// the row-shaped inputs in registers across the levels (the row is read once); otherwise each
+// level streams the row again (a max and sum(e^(x - max)) share one pass, online).
+// Every reduction is deterministic: fixed shuffle trees, fixed-order merges, no float atomics.
 #pragma once
 
 #include "kiln_types.cuh"
@@ -29,8 +40,7 @@ __device__ __forceinline__ MaxSum MaxSumIdentity() { return MaxSum{kNegInfF(), 0
 // e^(x - m) for x <= m, as 2^((x - m) log2 e) on the special-function unit (ex2.approx: about
 // 2 ulp; the product adds |x - m| * 2^-24 relative, and results below 2^-126 flush to 0).
 // Three instructions instead of expf's eight: on long streamed rows the exponential is most
-// of the work per element (a bf16 element costs 2 bytes, about 15 instruction slots at the
-// copy bandwidth of an H100).
+// of the work per element.
 __device__ __forceinline__ float ExpOfDiff(float x, float m) {
   const float d = (x - m) * 1.4426950408889634f;
   float y;
@@ -39,20 +49,10 @@ __device__ __forceinline__ float ExpOfDiff(float x, float m) {
 }
 
 // The shift the exponentials are taken against: m, or 0 while every element seen is -inf, so
-// that e^(-inf - shift) is 0 and not e^(-inf + inf) = NaN. A select, not a branch, keeps the
-// streaming loop free of control flow (its loads can be issued ahead of the arithmetic).
+// that e^(-inf - shift) is 0 and not e^(-inf + inf) = NaN. A select, not a branch.
 __device__ __forceinline__ float MaxSumShift(float m) { return m == kNegInfF() ? 0.0f : m; }
 
-// Adds one element: m' = max(m, x); s' = s e^(m - m') + e^(x - m'). While every element seen is
-// -inf the pair stays (-inf, 0), so a later finite element is not poisoned.
-__device__ __forceinline__ MaxSum MaxSumAdd(MaxSum a, float x) {
-  const float m = Max::Apply(a.m, x);
-  const float shift = MaxSumShift(m);
-  return MaxSum{m, a.s * ExpOfDiff(a.m, shift) + ExpOfDiff(x, shift)};
-}
-
 // Adds V elements with one rescale: m' = max(m, x_0..x_{V-1}); s' = s e^(m - m') + sum_j e^(x_j - m').
-// V + 1 exponentials instead of 2V, the difference between memory- and SFU-bound on long rows.
 template <int V>
 __device__ __forceinline__ MaxSum MaxSumAddVec(MaxSum a, const float (&x)[V]) {
   float m = a.m;
@@ -66,7 +66,7 @@ __device__ __forceinline__ MaxSum MaxSumAddVec(MaxSum a, const float (&x)[V]) {
 }
 
 // Merges two pairs: m = max(m1, m2); s = s1 e^(m1 - m) + s2 e^(m2 - m). Symmetric in its
-// arguments, so the butterfly below leaves equal bits in every lane.
+// arguments, so a butterfly leaves equal bits in every lane.
 __device__ __forceinline__ MaxSum MaxSumMerge(MaxSum a, MaxSum b) {
   const float m = Max::Apply(a.m, b.m);
   const float shift = MaxSumShift(m);
@@ -80,87 +80,346 @@ __device__ __forceinline__ MaxSum MaxSumFinish(MaxSum a) {
   return a;
 }
 
-// As WarpReduce (kiln_types.cuh): a butterfly over each aligned segment of kWidth lanes.
-template <int kWidth = 32>
-__device__ __forceinline__ MaxSum WarpReduceMaxSum(MaxSum v) {
+// ---- merging a body's accumulators over threads -----------------------------------------------
+// An accumulator struct (Body's AccN) is moved between threads as 32-bit words.
+template <class Acc>
+struct AccWords {
+  static_assert(sizeof(Acc) % 4 == 0, "accumulators are made of 32-bit words");
+  static constexpr int kCount = static_cast<int>(sizeof(Acc) / 4);
+};
+
+template <class Acc>
+__device__ __forceinline__ Acc ShuffleAcc(const Acc& a, int lane_or_mask, int width, bool xor_mode) {
+  unsigned in[AccWords<Acc>::kCount], out[AccWords<Acc>::kCount];
+  memcpy(in, &a, sizeof(Acc));
+#pragma unroll
+  for (int w = 0; w < AccWords<Acc>::kCount; ++w) {
+    out[w] = xor_mode ? __shfl_xor_sync(0xffffffffu, in[w], lane_or_mask, width)
+                      : __shfl_sync(0xffffffffu, in[w], lane_or_mask, width);
+  }
+  Acc o;
+  memcpy(&o, out, sizeof(Acc));
+  return o;
+}
+
+// Butterfly over each aligned segment of kWidth lanes, then lane 0's result broadcast, so every
+// lane of the segment holds the same bits. Every lane of the warp must call it.
+template <int kWidth, class Body, class Acc>
+__device__ __forceinline__ void WarpMerge(const Body& body, Acc& a) {
 #pragma unroll
   for (int offset = kWidth / 2; offset > 0; offset >>= 1) {
-    MaxSum o;
-    o.m = __shfl_xor_sync(0xffffffffu, v.m, offset, kWidth);
-    o.s = __shfl_xor_sync(0xffffffffu, v.s, offset, kWidth);
-    v = MaxSumMerge(v, o);
+    const Acc o = ShuffleAcc(a, offset, kWidth, true);
+    body.Merge(a, o);
   }
-  v.m = __shfl_sync(0xffffffffu, v.m, 0, kWidth);
-  v.s = __shfl_sync(0xffffffffu, v.s, 0, kWidth);
-  return v;
+  a = ShuffleAcc(a, 0, kWidth, false);
 }
 
-// The MaxSum pair reduced over a row group; `smem` holds at least 64 floats.
-template <int kThreads, int kBlock>
-__device__ __forceinline__ MaxSum GroupReduceMaxSum(MaxSum v, float* smem) {
-  static_assert(kThreads <= 32 || kThreads == kBlock,
-                "a row is owned by part of a warp, one warp or the whole block");
-  static_assert(kBlock % 32 == 0 && kBlock <= 1024, "whole warps, at most 1024 threads");
+// Merges `a` over the kThreads threads that own a row (part of a warp, a warp, or the block);
+// every thread of the group gets the result. `smem` holds 32 * kCount words.
+template <int kThreads, int kBlock, class Body, class Acc>
+__device__ __forceinline__ void GroupMerge(const Body& body, Acc& a, unsigned* smem) {
+  static_assert(kThreads <= 32 || kThreads == kBlock, "a row is owned by part of a warp, a warp or the block");
   if constexpr (kThreads <= 32) {
-    return WarpReduceMaxSum<kThreads>(v);
+    WarpMerge<kThreads>(body, a);
   } else {
-    v = WarpReduceMaxSum(v);
-    constexpr int kWarps = kBlock / 32;
+    constexpr int kWords = AccWords<Acc>::kCount;
+    WarpMerge<32>(body, a);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (lane == 0) {
-      smem[warp] = v.m;
-      smem[32 + warp] = v.s;
-    }
+    if (lane == 0) memcpy(smem + warp * kWords, &a, sizeof(Acc));
     __syncthreads();
-    MaxSum r = lane < kWarps ? MaxSum{smem[lane], smem[32 + lane]} : MaxSumIdentity();
-    r = WarpReduceMaxSum(r);
+    Acc r;
+    body.Init(r);
+    if (lane < kBlock / 32) memcpy(&r, smem + lane * kWords, sizeof(Acc));
+    WarpMerge<32>(body, r);
+    a = r;
     __syncthreads();
-    return r;
   }
 }
 
-// ---- deterministic combine across rows ------------------------------------------------------
-// Scratch layout (KernelSource::scratch): bytes [0, 16) hold the unsigned counter (zero before
-// the first launch; the last block resets it, so it is zero again after every launch), then
-// `rows * kCombines` floats of per-row partial values from byte 16 on.
+// ---- scratch: combines and split rows -------------------------------------------------------
+// Scratch (KernelSource::scratch, zero before the first launch and left zero by every launch):
+//   [0, 16)      the combine counter (the last block to finish folds the partials)
+//   [16, 32)     unused
+//   [32, ...)    rows * kCombines floats: each row's combine partials
+//   then         rows * 2 words: each split row's barrier counters (arrive, depart)
+//   then         rows * kLevels * kSplit * kExchangeWords words: the blocks' partial accumulators
 __device__ __forceinline__ unsigned int* CombineCounter(void* scratch) {
   return reinterpret_cast<unsigned int*>(scratch);
 }
 __device__ __forceinline__ float* CombinePartials(void* scratch) {
-  return reinterpret_cast<float*>(reinterpret_cast<char*>(scratch) + 16);
+  return reinterpret_cast<float*>(reinterpret_cast<char*>(scratch) + 32);
 }
 
-// Called by every thread of every block after the block's last row: returns true in every
-// thread of exactly one block, the last to arrive, once all other blocks' partials are visible.
+// Called by every thread of every block after the block's last row: true in every thread of
+// exactly one block, the last to arrive, once all other blocks' partials are visible.
 __device__ __forceinline__ bool LastBlockDone(void* scratch) {
   __shared__ bool last;
-  __threadfence();  // this block's partials are visible device-wide before it is counted
+  __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     const unsigned int done = atomicAdd(CombineCounter(scratch), 1u);
     last = (done == gridDim.x - 1);
   }
   __syncthreads();
-  if (last) __threadfence();  // order the partial reads after the counter read
+  if (last) __threadfence();
   return last;
 }
 
 // Reduces partials[k], partials[kCombines + k], ... (rows of them) in a fixed order: thread t
 // folds rows t, t + kBlock, ... sequentially, then a block tree. Every thread gets the result.
-// Reads through L2 (__ldcg): other blocks wrote the values.
 template <class Op, int kBlock>
-__device__ __forceinline__ float CombineRows(const float* partials, long long rows, int k,
-                                             int combines, float* smem) {
+__device__ __forceinline__ float CombineRows(const float* partials, long long rows, int k, int combines,
+                                             float* smem) {
   float acc = Op::Identity();
-  for (long long r = threadIdx.x; r < rows; r += kBlock) {
-    acc = Op::Apply(acc, __ldcg(partials + r * combines + k));
-  }
+  for (long long r = threadIdx.x; r < rows; r += kBlock) acc = Op::Apply(acc, __ldcg(partials + r * combines + k));
   return BlockReduce<Op, kBlock>(acc, smem);
 }
 
-// Leaves the counter at zero for the next launch (called by the last block once it is done).
-__device__ __forceinline__ void ResetCombineCounter(void* scratch) {
-  if (threadIdx.x == 0) *CombineCounter(scratch) = 0u;
+// The blocks that share a split row exchange their partial accumulators through global
+// memory: each block publishes its own, waits until all kSplit have (every block of a row is
+// resident: the launch is cooperative), then every block merges all kSplit in block order, so
+// all of them hold the same bits. The counters are reset by the last block to leave the row.
+template <int kSplit, class Body, class Acc>
+__device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, unsigned* barrier, unsigned* slots,
+                                           int split, unsigned pass) {
+  constexpr int kWords = AccWords<Acc>::kCount;
+  if (threadIdx.x == 0) {
+    unsigned w[kWords];
+    memcpy(w, &a, sizeof(Acc));
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) __stcg(slots + split * Body::kExchangeWords + i, w[i]);
+    __threadfence();
+    atomicAdd(barrier, 1u);
+    while (atomicAdd(barrier, 0u) < kSplit * pass) {
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  unsigned w[kWords];
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) w[i] = __ldcg(slots + i);
+  memcpy(&a, w, sizeof(Acc));
+  for (int s = 1; s < kSplit; ++s) {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) w[i] = __ldcg(slots + s * Body::kExchangeWords + i);
+    Acc o;
+    memcpy(&o, w, sizeof(Acc));
+    body.Merge(a, o);
+  }
+}
+
+__device__ __forceinline__ void SplitLeave(unsigned* barrier, int split_count) {
+  if (threadIdx.x == 0 && atomicAdd(barrier + 1, 1u) == static_cast<unsigned>(split_count - 1)) {
+    atomicExch(barrier, 0u);
+    atomicExch(barrier + 1, 0u);
+  }
+}
+
+// ---- the kernel -----------------------------------------------------------------------------
+// Launch shape, all compile-time: threads per block, threads per row, vector width, vectors
+// per thread cached in registers (0: streamed), the streamed loop's unroll, blocks per row.
+template <int kBlock_, int kThreadsPerRow_, int kV_, int kCacheIters_, int kUnroll_, int kSplit_>
+struct RowShape {
+  static constexpr int kBlock = kBlock_;
+  static constexpr int kThreadsPerRow = kThreadsPerRow_;
+  static constexpr int kV = kV_;
+  static constexpr int kCacheIters = kCacheIters_;
+  static constexpr int kUnroll = kUnroll_;
+  static constexpr int kSplit = kSplit_;
+  static constexpr int kRowsPerBlock = kBlock / kThreadsPerRow;
+  static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
+  static_assert(kThreadsPerRow == kBlock || (kThreadsPerRow >= 4 && kThreadsPerRow <= 32 &&
+                                             (kThreadsPerRow & (kThreadsPerRow - 1)) == 0),
+                "a row is owned by 4, 8, 16 or 32 lanes or by the whole block");
+  static_assert(kSplit >= 1 && (kSplit == 1 || kThreadsPerRow == kBlock), "a split row is owned by whole blocks");
+  static_assert(kV >= 1 && kV <= 16 && (kV & (kV - 1)) == 0, "a vector is a power of two of elements");
+  static_assert(kUnroll >= 1 && kUnroll <= 8, "the streamed loop unrolls 1 to 8 times");
+};
+
+// Where one group's share of a row lies: whole vectors [vbegin, vend) starting at element
+// `head` (the first kV-aligned element of the row), plus the head [0, head) and the tail
+// [tail_begin, N) when this group takes them.
+struct RowSpan {
+  long long vbegin, vend;
+  int head, tail_begin;
+  bool take_head, take_tail;
+};
+
+template <class Body, class Shape>
+__device__ __forceinline__ RowSpan SpanOf(long long r, int split) {
+  constexpr long long kN = Body::kN;
+  constexpr int kV = Shape::kV;
+  RowSpan s;
+  s.head = 0;
+  if constexpr (kN % kV != 0) {
+    const int misaligned = static_cast<int>((r * kN) % kV);
+    s.head = static_cast<int>(min(static_cast<long long>((kV - misaligned) % kV), kN));
+  }
+  const long long vectors = (kN - s.head) / kV;
+  s.vbegin = vectors * split / Shape::kSplit;
+  s.vend = vectors * (split + 1) / Shape::kSplit;
+  s.tail_begin = static_cast<int>(s.head + vectors * kV);
+  s.take_head = split == 0;
+  s.take_tail = split == Shape::kSplit - 1;
+  return s;
+}
+
+// What a pass over the row does with each vector and each single element: accumulate one
+// level (Step / Step1) or store the row-shaped outputs (Store / Store1). Members of class
+// templates are instantiated only when called, so a Body whose rows have no heads or tails
+// need not have Step1 / Store1.
+template <class Body, class Acc>
+struct StepPass {
+  const Body& body;
+  const typename Body::Row& row;
+  Acc& acc;
+  long long r;
+  __device__ __forceinline__ void Vector(long long c0, const typename Body::Vec& x) const { body.Step(row, acc, x, r, c0); }
+  __device__ __forceinline__ void Element(long long c) const { body.Step1(row, acc, r, c); }
+};
+template <class Body>
+struct StorePass {
+  const Body& body;
+  const typename Body::Row& row;
+  long long r;
+  __device__ __forceinline__ void Vector(long long c0, const typename Body::Vec& x) const { body.Store(row, x, r, c0); }
+  __device__ __forceinline__ void Element(long long c) const { body.Store1(row, r, c); }
+};
+
+// One pass over a group's share of the row: pass.Vector for each of its vectors (from the
+// register cache or loaded), pass.Element for each head and tail element it takes.
+template <class Body, class Shape, class Pass>
+__device__ __forceinline__ void ForRow(const Body& body, const RowSpan& span, long long r, int t,
+                                       const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                       const Pass& pass) {
+  constexpr int kT = Shape::kThreadsPerRow, kV = Shape::kV;
+  if constexpr (Shape::kCacheIters > 0) {
+#pragma unroll
+    for (int k = 0; k < Shape::kCacheIters; ++k) {
+      const long long j = span.vbegin + static_cast<long long>(k) * kT + t;
+      if (j < span.vend) pass.Vector(span.head + j * kV, cache[k]);
+    }
+  } else {
+#pragma unroll Shape::kUnroll
+    for (long long j = span.vbegin + t; j < span.vend; j += kT) {
+      typename Body::Vec x;
+      body.Load(r, span.head + j * kV, x);
+      pass.Vector(span.head + j * kV, x);
+    }
+  }
+  if constexpr (Body::kN % kV != 0) {
+    if (span.take_head) {
+      for (int e = t; e < span.head; e += kT) pass.Element(e);
+    }
+    if (span.take_tail) {
+      for (int e = span.tail_begin + t; e < Body::kN; e += kT) pass.Element(e);
+    }
+  }
+}
+
+// The barrier generation of level L: how many levels up to L exchange partials.
+template <unsigned kMask, int L>
+__device__ __forceinline__ constexpr unsigned PassIndex() {
+  unsigned n = 0;
+  for (int l = 1; l <= L; ++l) n += (kMask >> l) & 1u;
+  return n;
+}
+
+// One reduction level: accumulate over the row, merge over the group and the split blocks,
+// then the per-row values that became computable.
+template <int L, class Body, class Shape>
+__device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
+                                         int t, const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                         unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
+  using Acc = typename Body::template AccOf<L>::Type;
+  Acc acc;
+  body.Init(acc);
+  if constexpr ((Body::kPassMask >> L) & 1u) {
+    ForRow<Body, Shape>(body, span, r, t, cache, StepPass<Body, Acc>{body, row, acc, r});
+    GroupMerge<Shape::kThreadsPerRow, Shape::kBlock>(body, acc, smem);
+    if constexpr (Shape::kSplit > 1) {
+      SplitMerge<Shape::kSplit>(body, acc, barrier, slots + (L - 1) * Shape::kSplit * Body::kExchangeWords, split,
+                                PassIndex<Body::kPassMask, L>());
+    }
+  }
+  body.Finish(acc, row, r);
+}
+
+template <int L, class Body, class Shape>
+__device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
+                                          int t, const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                          unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
+  if constexpr (L <= Body::kLevels) {
+    RowLevel<L, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
+    RowLevels<L + 1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
+  }
+}
+
+// The kernel body. `Body` (generated) provides:
+//   kN, kV, kLevels, kPassMask (bit L: level L accumulates over the row), kCombines,
+//   kExchangeWords (the largest level's accumulator, in words), the types Vec (the cached
+//   row-shaped inputs of one vector), Row (per-row values) and AccOf<L>::Type, and
+//     Load(r, c0, Vec&)                   the cached inputs at columns [c0, c0 + kV)
+//     BeginRow(r, Row&)                   per-row values of level 0
+//     Init(Acc&) / Merge(Acc&, const Acc&) the identity and the (commutative) merge
+//     Step(const Row&, Acc&, const Vec&, r, c0) / Step1(const Row&, Acc&, r, c)
+//     Finish(const Acc&, Row&, r)         the level's results and the per-row values after them
+//     Store(const Row&, const Vec&, r, c0) / Store1(const Row&, r, c)  row-shaped outputs
+//     StoreRow(const Row&, r)             per-row outputs (and the scalars, from row 0)
+//     Partials(const Row&, float*)        the kCombines per-row values combined over rows
+//     Combined<kBlock>(const float*, rows, float* smem)  what follows the combines
+template <class Body, class Shape>
+__device__ __forceinline__ void RowKernel(const Body& body, long long rows, void* scratch) {
+  static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
+  constexpr int kT = Shape::kThreadsPerRow;
+  constexpr int kSmemWords = 32 * (Body::kExchangeWords > 2 ? Body::kExchangeWords : 2);
+  __shared__ unsigned smem[kSmemWords];
+  const int t = threadIdx.x % kT;
+  const int group = threadIdx.x / kT;
+  const int split = static_cast<int>(blockIdx.x % Shape::kSplit);
+  const long long row_blocks = gridDim.x / Shape::kSplit;
+  unsigned* barrier_base = nullptr;
+  unsigned* slots_base = nullptr;
+  if constexpr (Shape::kSplit > 1) {
+    unsigned* after_partials = reinterpret_cast<unsigned*>(CombinePartials(scratch) + rows * Body::kCombines);
+    barrier_base = after_partials;
+    slots_base = after_partials + 2 * rows;
+  }
+  for (long long r0 = (blockIdx.x / Shape::kSplit) * Shape::kRowsPerBlock; r0 < rows;
+       r0 += row_blocks * Shape::kRowsPerBlock) {
+    // Several rows per warp: every group runs every iteration (they shuffle together); a group
+    // past the last row recomputes row rows - 1 and writes nothing.
+    const bool active = r0 + group < rows;
+    const long long r = active ? r0 + group : rows - 1;
+    const RowSpan span = SpanOf<Body, Shape>(r, split);
+    typename Body::Vec cache[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
+    if constexpr (Shape::kCacheIters > 0) {
+#pragma unroll
+      for (int k = 0; k < Shape::kCacheIters; ++k) {
+        const long long j = span.vbegin + static_cast<long long>(k) * kT + t;
+        if (j < span.vend) body.Load(r, span.head + j * Shape::kV, cache[k]);
+      }
+    }
+    unsigned* barrier = barrier_base ? barrier_base + 2 * r : nullptr;
+    unsigned* slots = slots_base ? slots_base + r * Body::kLevels * Shape::kSplit * Body::kExchangeWords : nullptr;
+    typename Body::Row row;
+    body.BeginRow(r, row);
+    RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
+    if (active) {
+      ForRow<Body, Shape>(body, span, r, t, cache, StorePass<Body>{body, row, r});
+      if (t == 0 && split == 0) {
+        body.StoreRow(row, r);
+        if constexpr (Body::kCombines > 0) body.Partials(row, CombinePartials(scratch) + r * Body::kCombines);
+      }
+    }
+    if constexpr (Shape::kSplit > 1) SplitLeave(barrier, Shape::kSplit);
+  }
+  if constexpr (Body::kCombines > 0) {
+    if (LastBlockDone(scratch)) {
+      body.template Combined<Shape::kBlock>(CombinePartials(scratch), rows, reinterpret_cast<float*>(smem));
+      if (threadIdx.x == 0) *CombineCounter(scratch) = 0u;
+    }
+  }
 }
 
 }  // namespace kiln

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/compiler.h"
+#include "api/fusion_report.h"
 #include "tools/cli_args.h"
 #include "tools/cli_common.h"
-#include "tools/dump_report.h"
 
 namespace kiln {
 
@@ -44,32 +44,7 @@ int Fail(const std::string& message, int code) {
   return code;
 }
 
-// Every region's kernel source as codegen emits it (DefaultParams on the plan's device).
-std::string GeneratedCode(const Analysis& analysis) {
-  std::vector<RegionSource> sources = KernelSources(analysis);
-  std::string out;
-  for (const Region& r : analysis.plan.regions) {
-    absl::StrAppend(&out, "\n==== region ", r.id, " ", RegionKindName(r.kind), ": ");
-    auto rs = std::find_if(sources.begin(), sources.end(), [&](const RegionSource& s) { return s.region == r.id; });
-    if (rs != sources.end()) {
-      absl::StrAppend(&out, rs->error.empty() ? absl::StrCat(rs->kernel, " (", rs->params, ")\n", rs->source)
-                                              : absl::StrCat("codegen failed: ", rs->error, "\n"));
-    } else if (r.kind == RegionKind::kAttention) {
-      absl::StrAppend(&out, "no kernel of its own yet: it is lowered to cuBLASLt QK^T, a row kernel and "
-                            "cuBLASLt PV (`KILN_DUMP=cuda kiln compile` writes the row and layout kernels)\n");
-    } else {
-      absl::StrAppend(&out, r.kind == RegionKind::kMatmul ? "a cuBLASLt call" : "a view (no kernel)", "\n");
-    }
-  }
-  return out;
-}
-
-std::string PassNames() {
-  std::vector<std::string> names;
-  PassPipeline pipeline = DefaultPipeline();
-  for (const auto& pass : pipeline.passes()) names.push_back(pass->name());
-  return absl::StrJoin(names, ", ");
-}
+std::string PassNames() { return absl::StrJoin(PipelinePassNames(), ", "); }
 
 }  // namespace
 
@@ -153,7 +128,7 @@ int DumpCommand(const std::vector<std::string>& args) {
   } else {
     std::cout << FusionReport(*analysis);
   }
-  if (format == "text" && parsed->Has("code")) std::cout << GeneratedCode(*analysis);
+  if (format == "text" && parsed->Has("code")) std::cout << GeneratedCodeReport(*analysis);
   return 0;
 }
 

@@ -243,7 +243,7 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
     analyze.device = p.device.empty() ? "h100" : p.device;
     auto analysis = Analyze(graph.Clone(), analyze);
     if (!analysis.ok()) return Error("run", std::string(analysis.status().message()), kExitFailure);
-    auto want = InterpretAsPlanned(*analysis->graph, analysis->plan, *inputs, analysis->plan.device);
+    auto want = InterpretAsPlanned(*analysis->graph, analysis->plan, *inputs);
     if (!want.ok()) return Error("run", std::string(want.status().message()), kExitFailure);
     auto promoted = PromoteTo32(graph);
     if (!promoted.ok()) return Error("run", std::string(promoted.status().message()), kExitFailure);

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "passes/cost/row_fit.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 
@@ -14,8 +14,8 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
   flops += other.flops;
   transcendentals += other.transcendentals;
   passes = std::max(passes, other.passes);
-  attention_fallback = attention_fallback || other.attention_fallback;
   row_on_chip = row_on_chip && other.row_on_chip;
+  blocks += other.blocks;
   if (!other.row_fit.empty()) row_fit = row_fit.empty() ? other.row_fit : absl::StrCat(row_fit, "; ", other.row_fit);
   memory_us += other.memory_us;
   compute_us += other.compute_us;
@@ -25,11 +25,11 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
 
 std::string RunTimeEstimate::ToString() const {
   return absl::StrFormat(
-      "read %d B, write %d B, %.3g flop, %.3g transc, mem %.2f us, compute %.2f us, launch %.1f us"
-      "%s%s = %.2f us",
-      bytes_read, bytes_written, flops, transcendentals, memory_us, compute_us, launch_us,
-      row_on_chip ? "" : absl::StrFormat(", streamed row, %d pass%s", passes, passes == 1 ? "" : "es"),
-      attention_fallback ? ", as the attention fallback (scores stored)" : "", total_us);
+      "read %d B, write %d B, %.3g flop, %.3g transc, mem %.2f us%s, compute %.2f us, launch %.1f us"
+      "%s = %.2f us",
+      bytes_read, bytes_written, flops, transcendentals, memory_us,
+      blocks > 0 ? absl::StrFormat(" (%d blocks)", blocks) : "", compute_us, launch_us,
+      row_on_chip ? "" : absl::StrFormat(", streamed row, %d pass%s", passes, passes == 1 ? "" : "es"), total_us);
 }
 
 const char* WorkClassName(WorkClass work) {
@@ -110,9 +110,8 @@ NodeWork WorkOf(const Node* node) {
   return {w.flops * n, w.transcendentals * n};
 }
 
-RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device) {
+RunTimeEstimate TrafficAndWork(const Region& region) {
   RunTimeEstimate e;
-  if (region.kind == RegionKind::kView) return e;  // an alias: no kernel, no traffic
   for (const Node* in : region.inputs) e.bytes_read += in->num_bytes();
   for (const Node* out : region.outputs) e.bytes_written += out->num_bytes();
   for (const Node* n : region.nodes) {
@@ -120,59 +119,25 @@ RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device) 
     e.flops += w.flops;
     e.transcendentals += w.transcendentals;
   }
-  double rate = device.f32_flops_per_us;
-  if (region.kind == RegionKind::kMatmul || region.kind == RegionKind::kAttention) {
-    bool f32 = std::any_of(region.nodes.begin(), region.nodes.end(), [](const Node* n) {
-      return (n->op() == OpKind::kMatmul || n->op() == OpKind::kAttention) && n->dtype() == DType::kF32;
-    });
-    rate = region.kind == RegionKind::kAttention ? device.attention_flops_per_us
-           : f32                                 ? device.matmul_f32_flops_per_us
-                                                 : device.matmul_bf16_flops_per_us;
-    if (f32 && region.kind == RegionKind::kAttention) rate = device.matmul_f32_flops_per_us;
-  }
-  if (region.kind == RegionKind::kRowReduction) {
-    const RowFit fit = FitRowOnChip(region, device);
-    e.row_on_chip = fit.on_chip;
-    e.passes = fit.passes;
-    e.row_fit = fit.reason;
-    for (const Node* in : region.inputs) {  // every extra pass re-reads the row-shaped inputs
-      if (in->num_elements() == region.rows * region.row_length) {
-        e.bytes_read += (e.passes - 1) * in->num_bytes();
-      }
-    }
-  }
-  int launches = 1;
-  if (region.kind == RegionKind::kAttention) {
-    // There is no tiled attention template yet: runtime/jit lowers the region to its fallback,
-    // and this prices what runs. QK^T writes the scores, one row kernel reads and writes them
-    // (scale, mask, softmax), PV reads them: 4 passes over batch x S x T scores in the
-    // attention's dtype, every score computed (causal or not); the region's strided views of
-    // q, k, v and its output become layout copies (each read and written once more); 2
-    // cuBLASLt calls, the row kernel and up to 4 layout kernels.
-    const int64_t views = e.bytes_read + e.bytes_written;
-    e.flops = 0;
-    for (const Node* n : region.nodes) {
-      if (n->op() != OpKind::kAttention) continue;
-      const Shape& q = n->operand(0)->shape();
-      const Shape& k = n->operand(1)->shape();
-      const int64_t scores = NumElements(q) / q.back() * k[k.size() - 2];
-      e.bytes_read += 3 * scores * ByteSize(n->dtype());
-      e.bytes_written += 2 * scores * ByteSize(n->dtype());
-      e.flops += 2.0 * static_cast<double>(scores) * static_cast<double>(q.back() + n->shape().back());
-    }
-    e.bytes_read += views;
-    e.bytes_written += views;
-    e.attention_fallback = true;
-    rate = e.flops > 0 && region.nodes.front()->dtype() == DType::kF32 ? device.matmul_f32_flops_per_us
-                                                                       : device.matmul_bf16_flops_per_us;
-    launches = 7;
-  }
-  e.memory_us = static_cast<double>(e.bytes_read + e.bytes_written) / device.dram_bytes_per_us;
-  e.compute_us = e.flops / rate;
-  if (region.kind != RegionKind::kAttention) e.compute_us += e.transcendentals / device.sfu_ops_per_us;
+  return e;
+}
+
+double DrawnBandwidth(const DeviceSpec& device, int64_t blocks) {
+  if (device.sm_bytes_per_us <= 0 || device.sm_count <= 0) return device.dram_bytes_per_us;
+  const double sms = static_cast<double>(std::min<int64_t>(std::max<int64_t>(blocks, 1), device.sm_count));
+  return std::min(device.dram_bytes_per_us, sms * device.sm_bytes_per_us);
+}
+
+void FinishEstimate(const DeviceSpec& device, double flop_rate, double bandwidth, int launches, RunTimeEstimate& e) {
+  e.memory_us = static_cast<double>(e.bytes_read + e.bytes_written) / bandwidth;
+  e.compute_us = flop_rate > 0 ? e.flops / flop_rate : 0;
+  e.compute_us += device.sfu_ops_per_us > 0 ? e.transcendentals / device.sfu_ops_per_us : 0;
   e.launch_us = device.launch_us * launches;
   e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
-  return e;
+}
+
+RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device) {
+  return KindInfo(region.kind).price(region, device);
 }
 
 }  // namespace kiln

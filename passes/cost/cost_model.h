@@ -1,15 +1,16 @@
 // The cost model: predicted run time of a region on a DeviceSpec, as plain terms so every
 // fusion decision can show the numbers behind it (DESIGN.md §4).
-//   memory_us  = (bytes_read + bytes_written) / achievable DRAM bandwidth
+//   memory_us  = (bytes_read + bytes_written) / the bandwidth the kernel's blocks can draw
 //   compute_us = flops / rate + transcendentals / SFU rate   (matmul/attention: their rates)
 //   total_us   = max(memory_us, compute_us) + launch_us        (views: 0, no kernel)
 // Bytes are counted in the tensors' real dtypes; a scalar constant is a literal and reads
 // nothing; a broadcast operand is read once (it stays in L2). FLOPs and transcendentals come
-// from OpWorkOf, one classification per row of the op table. A row reduction is priced as
-// the row kernel runs it (passes/cost/row_fit.h): on chip when its row fits the register
-// budget, else streamed, every extra pass re-reading the row-shaped inputs. An attention
-// region is priced as what runs until a tiled template exists: the fallback of cuBLASLt QK^T,
-// a row kernel and cuBLASLt PV over stored scores (see EstimateRunTime).
+// from OpWorkOf, one classification per row of the op table. The bandwidth is the copy
+// bandwidth when the kernel's blocks cover every SM, else the SMs they occupy times what one
+// SM draws (DrawnBandwidth): a reduction with 16 outputs is not priced like one with 16k.
+// Each region kind prices itself from these pieces (region_kind.h; the row kind as the row
+// kernel runs it, passes/cost/row_fit.h: on chip when its row fits, else streamed, every
+// extra pass re-reading the row-shaped inputs).
 #ifndef KILN_PASSES_COST_COST_MODEL_H_
 #define KILN_PASSES_COST_COST_MODEL_H_
 
@@ -28,7 +29,7 @@ struct RunTimeEstimate {
   int passes = 1;          // passes over the row inputs (row reductions)
   bool row_on_chip = true;
   std::string row_fit;     // row reductions: the on-chip rule's sentence (FitRowOnChip)
-  bool attention_fallback = false;  // priced as runtime/jit's attention fallback (no tiled template yet)
+  int64_t blocks = 0;      // thread blocks the kernel runs (0: not a kernel, or not counted)
   double memory_us = 0;
   double compute_us = 0;
   double launch_us = 0;
@@ -68,7 +69,17 @@ struct NodeWork {
 };
 NodeWork WorkOf(const Node* node);
 
+// The region's price: its kind's hook (region_kind.h).
 RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device);
+
+// Pieces the kinds price with. The bytes the region's inputs and outputs move and the work of
+// its nodes (memory, compute and totals left at 0).
+RunTimeEstimate TrafficAndWork(const Region& region);
+// The DRAM bandwidth (bytes per us) that `blocks` concurrently running thread blocks draw.
+double DrawnBandwidth(const DeviceSpec& device, int64_t blocks);
+// Fills memory_us (bytes over `bandwidth`), compute_us (flops over `flop_rate`, plus the
+// transcendentals over the SFU rate), launch_us and total_us.
+void FinishEstimate(const DeviceSpec& device, double flop_rate, double bandwidth, int launches, RunTimeEstimate& e);
 
 // A candidate merge's price: the regions as they are (their terms summed), and merged.
 struct RunTimes {

@@ -10,11 +10,14 @@ DeviceSpec H100Spec() {
   s.sm_count = 132;                      // H100 SXM5 datasheet; torch reports 132 on the lent H100
   s.dram_bytes_per_us = 3.0e6;           // 3.0 TB/s device-to-device copy measured on the lent
                                          // H100 (2026-11-13, KINDS.md), ~90% of 3.35 TB/s vendor
+  s.sm_bytes_per_us = 60e3;              // estimate: ~2.6x an SM's share of the copy bandwidth
+                                         // (Little's law: ~48 KB in flight per SM at ~0.8 us latency)
   s.l2_bytes = 50LL << 20;               // 50 MB, torch on the lent H100
   s.smem_per_block_bytes = 232448;       // 227 KiB opt-in, CUDA programming guide (sm_90)
   s.registers_per_sm = 65536;            // CUDA programming guide, compute capability 9.0
   s.launch_us = 3.0;                     // chosen: typical gap between back-to-back small
                                          // kernels on Hopper without CUDA graphs (estimate)
+  s.grid_sync_us = 1.0;                  // estimate: a global-memory flag round trip (~2 x 0.5 us)
   s.f32_flops_per_us = 60e6;             // 67 TFLOP/s FP32 datasheet (SXM5) x 0.9 (estimate)
   s.sfu_ops_per_us = 132 * 16 * 1.83e3;  // 16 MUFU ops/clk/SM (sm_90 throughput table) at 1830 MHz
   s.matmul_bf16_flops_per_us = 798e6;    // 8192^3 bf16 matmul measured on the lent H100

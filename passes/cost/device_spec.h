@@ -16,10 +16,12 @@ struct DeviceSpec {
   std::string name;
   int sm_count = 0;
   double dram_bytes_per_us = 0;       // achievable (copy) bandwidth, bytes per microsecond
+  double sm_bytes_per_us = 0;         // what one SM's blocks draw alone (a few SMs cannot saturate DRAM)
   int64_t l2_bytes = 0;
   int64_t smem_per_block_bytes = 0;   // opt-in maximum dynamic shared memory per block
   int64_t registers_per_sm = 0;       // 32-bit registers
   double launch_us = 0;               // cost of one kernel launch in a stream of launches
+  double grid_sync_us = 0;            // blocks of one launch waiting for each other once
   double f32_flops_per_us = 0;        // CUDA-core FP32 (FMA counted as 2)
   double sfu_ops_per_us = 0;          // transcendental (MUFU) operations
   double matmul_bf16_flops_per_us = 0;  // achievable dense bf16/f16 tensor-core rate

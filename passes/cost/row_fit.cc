@@ -1,9 +1,9 @@
 #include "passes/cost/row_fit.h"
 
 #include <algorithm>
-#include <map>
 
 #include "absl/strings/str_format.h"
+#include "passes/fusion/reduce_placement.h"
 
 namespace kiln {
 namespace {
@@ -21,62 +21,26 @@ int64_t PerThread(int64_t n, int64_t inputs, int64_t threads) {
   return inputs * ((n + step - 1) / step) * kMaxVector;
 }
 
-bool IsRowSpaceReduction(const Region& r, const Node* n) {
-  auto space = RowReductionSpace(n);
-  return space && space->first == r.rows && space->second == r.row_length;
-}
-
-const Node* SkipViews(const Region& r, const Node* n) {
-  while (r.Contains(n) && (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo)) n = n->operand(0);
-  return n;
-}
-
-// reduce_sum(exp(sub(x, m))) with m = reduce_max(x) of the same row: the online max+sum pair.
-const Node* OnlineMaxOf(const Region& r, const Node* sum) {
-  if (sum->op() != OpKind::kReduceSum) return nullptr;
-  const Node* e = sum->operand(0);
-  if (!r.Contains(e) || e->op() != OpKind::kExp) return nullptr;
-  const Node* d = e->operand(0);
-  if (!r.Contains(d) || d->op() != OpKind::kSub) return nullptr;
-  const Node* m = SkipViews(r, d->operand(1));
-  if (!r.Contains(m) || m->op() != OpKind::kReduceMax || !IsRowSpaceReduction(r, m)) return nullptr;
-  return m->operand(0) == d->operand(0) ? m : nullptr;
-}
-
-// Passes the streamed kernel makes for the statistics: the dependency depth of the row's
-// reductions, a reduction being one level above the deepest reduction it reads, except that
-// an online pair's sum shares its max's level.
-int StatisticsPasses(const Region& r, bool* online) {
-  std::map<const Node*, int> level;
-  int deepest = 0;
-  for (const Node* n : r.nodes) {
-    int l = 0;
-    for (const Node* o : n->operands()) {
-      if (r.Contains(o)) l = std::max(l, level[o]);
-    }
-    if (IsRowSpaceReduction(r, n)) {
-      const Node* m = OnlineMaxOf(r, n);
-      if (m != nullptr && l == level[m]) {
-        *online = true;
-      } else {
-        ++l;
-      }
-      deepest = std::max(deepest, l);
-    }
-    level[n] = l;
-  }
-  return deepest;
-}
-
 }  // namespace
 
-RowFit FitRowOnChip(const Region& region, const DeviceSpec& device) {
+bool IsCachedRowInput(const ReducePlacement& placement, const Node* input) {
+  const Placement& p = placement.Of(input);
+  return p.reduced() && (p.outer() || placement.space.outer == 1);
+}
+
+RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
   RowFit fit;
-  if (region.kind != RegionKind::kRowReduction) return fit;
-  const int64_t n = region.row_length;
+  const int64_t rows = placement.space.outer, length = placement.space.reduced;
+  const int64_t target = kSplitTargetBlocksPerSm * std::max(device.sm_count, 1);
+  if (length > kWarpRowMax && rows < target) {
+    const int64_t by_blocks = (target + rows - 1) / rows;
+    fit.split = static_cast<int>(std::clamp<int64_t>(std::min(by_blocks, length / kMinSplitShare), 1, 1024));
+  }
+  fit.share = (length + fit.split - 1) / fit.split;
+  const int64_t n = fit.share;
   const Node* sample = nullptr;
   for (const Node* in : region.inputs) {
-    if (in->num_elements() == region.rows * n) {
+    if (IsCachedRowInput(placement, in)) {
       ++fit.row_inputs;
       if (sample == nullptr) sample = in;
     }
@@ -88,8 +52,12 @@ RowFit FitRowOnChip(const Region& region, const DeviceSpec& device) {
           ? std::clamp<int64_t>(device.RowBudgetValues() / kRowCacheFloatsPerThread, kWarp, 1024)
           : 1024;
   const std::string what =
-      absl::StrFormat("row of %d %s values x %d input%s", n, sample ? DTypeName(sample->dtype()) : "f32",
-                      fit.row_inputs, fit.row_inputs == 1 ? "" : "s");
+      fit.split > 1
+          ? absl::StrFormat("row of %d split over %d blocks (%d rows): %d %s values x %d input%s per block", length,
+                            fit.split, rows, n, sample ? DTypeName(sample->dtype()) : "f32", fit.row_inputs,
+                            fit.row_inputs == 1 ? "" : "s")
+          : absl::StrFormat("row of %d %s values x %d input%s", n, sample ? DTypeName(sample->dtype()) : "f32",
+                            fit.row_inputs, fit.row_inputs == 1 ? "" : "s");
   if (n <= kWarpRowMax) {
     fit.threads = kWarp;
     fit.per_thread = PerThread(n, fit.row_inputs, kWarp);
@@ -111,10 +79,10 @@ RowFit FitRowOnChip(const Region& region, const DeviceSpec& device) {
                                  fit.per_thread, fit.threads);
     return fit;
   }
-  const bool row_outputs = std::any_of(region.outputs.begin(), region.outputs.end(), [&](const Node* o) {
-    return o->num_elements() == region.rows * n;
-  });
-  const int statistics = StatisticsPasses(region, &fit.online_max_sum);
+  const bool row_outputs = std::any_of(region.outputs.begin(), region.outputs.end(),
+                                       [&](const Node* o) { return placement.Of(o).reduced(); });
+  fit.online_max_sum = !placement.online_max.empty();
+  const int statistics = placement.levels;
   fit.passes = std::max(1, statistics + (row_outputs ? 1 : 0));
   std::string how;
   if (!row_outputs || statistics == 0) {

@@ -1,9 +1,14 @@
-// The row kernel's on-chip rule (templates/row_reduce.cuh): whether a row region keeps its row
-// in registers, and if not, how many streaming passes over the row the chunked variant makes.
-// One function decides it for both the cost model (passes/cost/cost_model.cc) and the kernel
-// parameters (codegen/kernel_params.cc), so the price and the kernel never disagree.
+// The row kernel's launch rule (templates/row_reduce.cuh): how many blocks share a row, whether
+// each keeps its share of the row in registers, and if not, how many streaming passes over the
+// row the streamed variant makes. One function decides it for both the cost model
+// (passes/fusion/kind_reduction.cc) and the kernel parameters (codegen/kernel_params.cc), so the
+// price and the kernel never disagree.
 //
-// The row kernel gives a row a warp (rows of at most 1024 elements) or up to
+// Few long rows leave most SMs idle with a block per row, so a row longer than a warp's share
+// is split over `split` blocks when there are fewer rows than kSplitTargetBlocksPerSm blocks per
+// SM: each block takes a contiguous share and the blocks combine their partial results
+// deterministically (a cooperative launch; each share is at least kMinSplitShare elements).
+// The row kernel gives a row (or a share) a warp (rows of at most 1024 elements) or up to
 // DeviceSpec::RowBudgetValues() / kRowCacheFloatsPerThread threads (512 on sm_90: 64 cached
 // values leave 64 of the 128 registers a thread has at 512 threads per SM). A row fits when its
 // row-shaped inputs, spread over those threads in 16-byte vectors (up to 8 elements), need at
@@ -20,12 +25,21 @@
 #include "passes/fusion/region.h"
 
 namespace kiln {
+struct ReducePlacement;
+}
+
+namespace kiln {
 
 // Per-thread budget, in f32 values, of row-shaped inputs cached in registers by a row kernel
 // (64 of the 255 registers a thread may use, leaving room for addressing and the prologue).
 inline constexpr int64_t kRowCacheFloatsPerThread = 64;
+// Blocks per SM a split aims for, and the smallest share of a row one block takes.
+inline constexpr int64_t kSplitTargetBlocksPerSm = 2;
+inline constexpr int64_t kMinSplitShare = 4096;
 
 struct RowFit {
+  int split = 1;               // blocks that share one row
+  int64_t share = 0;           // elements of a row one block (or group) takes: ceil(N / split)
   bool on_chip = true;
   int64_t row_inputs = 0;      // row-shaped inputs the kernel caches (at least 1)
   int64_t threads = 0;         // threads that share a row: on chip, the fewest that hold it
@@ -35,8 +49,13 @@ struct RowFit {
   std::string reason;          // one sentence for the ledger and `kiln dump`
 };
 
-// The rule for a row-reduction region (other kinds: on chip, no reason).
-RowFit FitRowOnChip(const Region& region, const DeviceSpec& device);
+// The rule for a row-reduction region whose nodes `placement` places (PlaceReduction calls
+// it; everyone else reads ReducePlacement::fit).
+RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
+
+// Whether `input` of a row region is one the row kernel may cache on chip: it varies along the
+// row and from row to row (a weight [N], the same for every row, stays in L1/L2 instead).
+bool IsCachedRowInput(const ReducePlacement& placement, const Node* input);
 
 }  // namespace kiln
 

@@ -6,43 +6,22 @@
 // next to its execution-order "id".
 #include <string>
 
-#include "passes/fusion/priority_fusion.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
+#include "passes/fusion/ledger.h"
+
+#include "ir/base/json_writer.h"
+#include "passes/fusion/reduce_placement.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+using json::Int;
+using json::Num;
+using json::Str;
+using json::Take;
+using json::Writer;
 
-void Str(Writer& w, const char* key, const std::string& value) {
-  w.Key(key);
-  w.String(value.c_str(), static_cast<rapidjson::SizeType>(value.size()));
-}
-
-void Num(Writer& w, const char* key, double value) {
-  w.Key(key);
-  w.Double(value);
-}
-
-void Int(Writer& w, const char* key, int64_t value) {
-  w.Key(key);
-  w.Int64(value);
-}
-
-void Names(Writer& w, const char* key, const std::vector<std::string>& names) {
-  w.Key(key);
-  w.StartArray();
-  for (const std::string& n : names) w.String(n.c_str(), static_cast<rapidjson::SizeType>(n.size()));
-  w.EndArray();
-}
-
-void Ids(Writer& w, const char* key, const std::vector<int>& ids) {
-  w.Key(key);
-  w.StartArray();
-  for (int id : ids) w.Int(id);
-  w.EndArray();
-}
+void Ids(Writer& w, const char* key, const std::vector<int>& ids) { json::Ints(w, key, ids); }
 
 void Terms(Writer& w, const char* key, const RunTimeEstimate& e) {
   w.Key(key);
@@ -55,8 +34,8 @@ void Terms(Writer& w, const char* key, const RunTimeEstimate& e) {
   Num(w, "compute_us", e.compute_us);
   Num(w, "launch_us", e.launch_us);
   Int(w, "passes", e.passes);
-  w.Key("row_on_chip");
-  w.Bool(e.row_on_chip);
+  json::Bool(w, "row_on_chip", e.row_on_chip);
+  if (e.blocks > 0) Int(w, "blocks", e.blocks);
   if (!e.row_fit.empty()) Str(w, "row_fit", e.row_fit);
   Num(w, "total_us", e.total_us);
   w.EndObject();
@@ -73,8 +52,8 @@ void WriteRecord(Writer& w, const FusionRecord& r) {
     Ids(w, "consumer_merge_ids", r.consumer_ids);
     Str(w, "producer_kind", r.producer_kind);
     if (!r.consumer_kind.empty()) Str(w, "consumer_kind", r.consumer_kind);
-    Names(w, "producer", r.producer_nodes);
-    Names(w, "consumer", r.consumer_nodes);
+    json::Strings(w, "producer", r.producer_nodes);
+    json::Strings(w, "consumer", r.consumer_nodes);
     Str(w, "verdict", r.verdict);
     Str(w, "rule", r.rule);
     Num(w, "predicted_unfused_us", r.unfused_us());
@@ -93,14 +72,14 @@ void WriteRegion(Writer& w, const Region& region, const RunTimeEstimate& e) {
   Int(w, "id", region.id);
   Int(w, "merge_id", region.merge_id);
   Str(w, "kind", RegionKindName(region.kind));
-  Str(w, "template", RegionTemplate(region.kind));
+  Str(w, "template", KindInfo(region.kind).runs_as);
   std::vector<std::string> nodes, ops;
   for (const Node* n : region.nodes) {
     nodes.push_back(n->name());
     ops.push_back(OpName(n->op()));
   }
-  Names(w, "nodes", nodes);
-  Names(w, "ops", ops);
+  json::Strings(w, "nodes", nodes);
+  json::Strings(w, "ops", ops);
   for (const char* side : {"inputs", "outputs"}) {
     w.Key(side);
     w.StartArray();
@@ -113,15 +92,15 @@ void WriteRegion(Writer& w, const Region& region, const RunTimeEstimate& e) {
     }
     w.EndArray();
   }
-  if (region.kind == RegionKind::kRowReduction) {
-    Int(w, "rows", region.rows);
-    Int(w, "row_length", region.row_length);
+  if (region.reduce) {
+    const ReduceSpace& s = region.reduce->space;
+    Int(w, "outer", s.outer);
+    Int(w, "reduced", s.reduced);
+    Int(w, "inner", s.inner);
   }
   Terms(w, "predicted", e);
   w.EndObject();
 }
-
-std::string Take(rapidjson::StringBuffer& buffer) { return std::string(buffer.GetString(), buffer.GetSize()); }
 
 }  // namespace
 
@@ -158,8 +137,7 @@ std::string FusionPlanJson(const FusionPlan& plan) {
   Int(w, "fused_bytes", plan.fused_bytes);
   Num(w, "predicted_unfused_us", plan.unfused_us);
   Num(w, "predicted_fused_us", plan.fused_us);
-  w.Key("fuel_exhausted");
-  w.Bool(plan.fuel_exhausted);
+  json::Bool(w, "fuel_exhausted", plan.fuel_exhausted);
   w.EndObject();
   w.Key("regions");
   w.StartArray();

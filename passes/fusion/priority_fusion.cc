@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/base/status.h"
 #include "passes/fusion/legality.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 namespace {
@@ -18,7 +19,8 @@ namespace {
 // Regions as node sets; a node belongs to several regions only when it was recomputed.
 class FusionState {
  public:
-  explicit FusionState(const Graph& graph) : graph_(graph), post_order_(graph.PostOrder()) {
+  FusionState(const Graph& graph, const DeviceSpec& device)
+      : graph_(graph), device_(device), post_order_(graph.PostOrder()) {
     for (Node* n : post_order_) {
       if (n->category() == OpCategory::kLeaf) continue;
       AddRegion({n});
@@ -43,7 +45,7 @@ class FusionState {
       }
       return false;
     };
-    return DescribeRegion(id, nodes, graph_, post_order_, reads);
+    return DescribeRegion(id, nodes, graph_, post_order_, device_, reads);
   }
 
   // Regions that read a tensor `p` writes.
@@ -153,6 +155,7 @@ class FusionState {
   }
 
   const Graph& graph_;
+  DeviceSpec device_;
   std::vector<Node*> post_order_;
   std::map<int, std::vector<Node*>> regions_;
   absl::flat_hash_map<const Node*, std::set<int>> node_regions_;
@@ -282,7 +285,7 @@ std::vector<int> ExecutionOrder(const FusionState& state) {
 
 int FusionPlan::num_kernels() const {
   int n = 0;
-  for (const Region& r : regions) n += r.kind != RegionKind::kView;
+  for (const Region& r : regions) n += KindInfo(r.kind).lowering != Lowering::kAlias;
   return n;
 }
 
@@ -295,7 +298,7 @@ const Region* FusionPlan::RegionOf(const Node* node) const {
 
 absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& device,
                                       const FusionOptions& options) {
-  FusionState state(graph);
+  FusionState state(graph, device);
   FusionPlan plan;
   plan.graph_name = graph.name();
   plan.device = device;

@@ -8,7 +8,7 @@
 // cycle); a recompute is checked on the region graph after it, with every consumer holding
 // the producer.
 // The result is a FusionPlan: regions in execution order with their cost terms, and the
-// fusion ledger (every candidate, verdict, rule, reason and price).
+// fusion ledger (every candidate, verdict, rule, reason and price; ledger.h writes it as JSON).
 #ifndef KILN_PASSES_FUSION_PRIORITY_FUSION_H_
 #define KILN_PASSES_FUSION_PRIORITY_FUSION_H_
 
@@ -69,11 +69,6 @@ struct FusionOptions {
 
 absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& device,
                                       const FusionOptions& options = {});
-
-// The ledger as JSON lines (one record per line, then one line per final region), and as one
-// JSON document {"graph", "device", "summary", "regions": [...], "decisions": [...]}.
-std::string LedgerJsonLines(const FusionPlan& plan);
-std::string FusionPlanJson(const FusionPlan& plan);
 
 }  // namespace kiln
 

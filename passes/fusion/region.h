@@ -1,39 +1,41 @@
 // A Region is a set of nodes that becomes one kernel or one library call (DESIGN.md §4).
-// DescribeRegion derives everything else from the node set: the kind, the tensors read and
-// written (scalar constants are inlined as literals and read nothing), and for row
-// reductions the row space [rows x row_length]. Keeping the node set the only state means a
-// merge can never leave a region's description stale.
+// DescribeRegion derives everything else from the node set: the tensors read and written
+// (scalar constants are inlined as literals and read nothing), the kind, and the kind's
+// analysis (region_kind.h), computed once here and read by legality, the cost model, codegen
+// and the runtime lowering alike: where a reduction region's nodes sit in its space
+// (reduce_placement.h), which epilogue a matmul region carries (matmul_epilogue.h). Keeping
+// the node set the only input means a merge can never leave a region's description stale.
 #ifndef KILN_PASSES_FUSION_REGION_H_
 #define KILN_PASSES_FUSION_REGION_H_
 
 #include <cstdint>
 #include <functional>
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/cost/device_spec.h"
+#include "passes/fusion/fusion_decision.h"
 
 namespace kiln {
 
 enum class RegionKind {
-  kPointwise,       // elementwise + broadcast + index-remapping layout ops; several outputs
-  kRowReduction,    // reductions over the innermost axes, with prologue and epilogue
-  kOtherReduction,  // reductions over other axes
-  kMatmul,          // cuBLASLt, with bias / residual epilogue
-  kAttention,       // tiled attention; layout producers/consumers folded into its indexing
-  kLayout,          // a copy that could not be folded into a neighbour
-  kView,            // reshapes only: an alias of its input, no kernel
+  kPointwise,        // elementwise + broadcast + index-remapping layout ops; several outputs
+  kRowReduction,     // reductions over the innermost axes, with prologue and epilogue
+  kColumnReduction,  // reductions over axes followed by kept axes ([outer, reduced, inner])
+  kMatmul,           // cuBLASLt, with bias / residual epilogue
+  kAttention,        // tiled attention; layout producers/consumers folded into its indexing
+  kLayout,           // a copy that could not be folded into a neighbour
+  kView,             // reshapes only: an alias of its input, no kernel
 };
-const char* RegionKindName(RegionKind kind);
-// The template a region of this kind is emitted from (codegen/ and templates/).
-const char* RegionTemplate(RegionKind kind);
+
+struct ReducePlacement;  // passes/fusion/reduce_placement.h
+struct MatmulEpilogue;   // passes/fusion/matmul_epilogue.h
 
 // Facts about single nodes the fusion rules need.
-// Row reduction: a reduce_* whose axes are exactly the trailing ones; returns {rows, length}.
-std::optional<std::pair<int64_t, int64_t>> RowReductionSpace(const Node* node);
 bool IsReduction(const Node* node);
-bool IsPureLayout(const Node* node);  // reshape/transpose/slice/concat/gather/broadcast_to
+bool IsPureLayout(const Node* node);       // reshape/transpose/slice/concat/gather/broadcast_to
 bool IsInlinedConstant(const Node* node);  // a one-element constant: a literal in the kernel
 
 struct Region {
@@ -43,24 +45,33 @@ struct Region {
   std::vector<Node*> nodes;    // in graph post order
   std::vector<Node*> inputs;   // tensors read from memory, in first-use order
   std::vector<Node*> outputs;  // tensors written to memory
-  int64_t rows = 0;            // row reductions: the row space
-  int64_t row_length = 0;
-  // The region's iteration shape: the largest output (pointwise), the reduction input (row).
+  // The region's iteration shape: the largest output (pointwise), the reduction input
+  // (reductions).
   Shape space;
+
+  // The kind's analysis (set for the kinds that have one; shared, immutable, so copying a
+  // Region is cheap). `placed` says whether the kind's template can run these nodes at all:
+  // legality refuses any merge whose region is not placed, and a single op always is.
+  std::shared_ptr<const ReducePlacement> reduce;  // row_reduction, column_reduction
+  std::shared_ptr<const MatmulEpilogue> matmul;   // matmul
+  FusionDecision placed = FusionDecision::Allow("placed");
 
   bool Contains(const Node* node) const;
   // "add.1, gelu_tanh.mul, ..." (at most `max` names, then "+N more").
   std::string NodeList(int max = 6) const;
+  // Row reductions: the row space [rows x row_length] (the placement's outer x reduced).
+  int64_t rows() const;
+  int64_t row_length() const;
 };
 
-// Builds the description of `nodes` (any order). A member is an output when it is a graph
-// output or a user reads it from memory. `reads_from_memory(value, user)` answers the latter
-// for every user, member or not (fusion: a user outside that recomputes `value` does not; a
-// member also recomputed in another region without `value` does); without it, exactly the
-// users outside the region do.
+// Builds the description of `nodes` (any order) on `device` (the analyses' on-chip rules
+// depend on it). A member is an output when it is a graph output or a user reads it from
+// memory. `reads_from_memory(value, user)` answers the latter for every user, member or not
+// (fusion: a user outside that recomputes `value` does not; a member also recomputed in
+// another region without `value` does); without it, exactly the users outside the region do.
 using ReadsFromMemory = std::function<bool(const Node* value, const Node* user)>;
 Region DescribeRegion(int id, const std::vector<Node*>& nodes, const Graph& graph,
-                      const std::vector<Node*>& post_order,
+                      const std::vector<Node*>& post_order, const DeviceSpec& device,
                       const ReadsFromMemory& reads_from_memory = nullptr);
 
 }  // namespace kiln

@@ -15,6 +15,8 @@
 #include "ir/subgraph.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/file_util.h"
+#include "runtime/jit/lower.h"
+#include "runtime/launch.h"
 
 namespace kiln {
 namespace {
@@ -121,21 +123,14 @@ class RegionTimer {
       const KernelSource& ks = rc.sources[c];
       LoadedModule module(cu_);
       KILN_RETURN_IF_ERROR(module.Load(compiled[rc.compiled[c]].compiled.cubin, ks.name));
-      if (ks.launch.dynamic_smem_bytes > 48 * 1024) {
-        KILN_CU_RETURN_IF_ERROR(cu_->cuFuncSetAttribute(
-            module.function(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, ks.launch.dynamic_smem_bytes));
-      }
       long long count = ks.count;
+      const LaunchShape shape = LaunchShapeOf(ks, count);
+      KILN_ASSIGN_OR_RETURN(const int64_t grid, PrepareKernel(*cu_, module.function(), shape));
       std::vector<void*> args;
       for (auto& b : buffers) args.push_back(&b->ptr());
       if (ks.has_scratch) args.push_back(&scratch.ptr());
       args.push_back(&count);
-      auto launch = [&]() -> absl::Status {
-        KILN_CU_RETURN_IF_ERROR(cu_->cuLaunchKernel(module.function(), static_cast<unsigned>(ks.launch.Grid(count)), 1,
-                                                    1, ks.launch.block, 1, 1, ks.launch.dynamic_smem_bytes, nullptr,
-                                                    args.data(), nullptr));
-        return absl::OkStatus();
-      };
+      auto launch = [&]() { return LaunchKernel(*cu_, module.function(), shape, grid, args.data(), nullptr); };
       // Correctness first: poisoned outputs, one launch, compared with the default's.
       for (size_t a = 0; a < ks.args.size(); ++a) {
         if (ks.args[a].is_output) KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8(buffers[a]->ptr(), 0xFF, buffers[a]->bytes()));
@@ -227,7 +222,7 @@ absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, 
     RegionCandidates rc;
     rc.region = &region;
     for (const KernelParams& p : CandidateParams(region, options.device)) {
-      absl::StatusOr<KernelSource> ks = EmitKernel(region, graph, p);
+      absl::StatusOr<KernelSource> ks = EmitKernel(region, p);
       if (!ks.ok()) {
         if (rc.params.empty()) {  // the default must emit: lowering would fail the same way
           return absl::Status(ks.status().code(), absl::StrCat("region ", region.id, ": ", ks.status().message()));

@@ -13,9 +13,9 @@
 #include "codegen/kernel_params.h"
 #include "ir/base/hash.h"
 #include "ir/base/status.h"
-#include "ir/subgraph.h"
-#include "passes/fusion/legality.h"
-#include "passes/pass_pipeline.h"
+#include "passes/fusion/ledger.h"
+#include "passes/fusion/matmul_epilogue.h"
+#include "passes/fusion/region_kind.h"
 #include "runtime/buffer_plan.h"
 
 namespace kiln {
@@ -30,16 +30,6 @@ void Dump(const DebugOptions& debug, const std::string& file, const std::string&
     return;
   }
   std::ofstream(debug.dump_dir + "/" + file) << text;
-}
-
-bool SwapsLastTwo(const Node* n) {
-  if (n->op() != OpKind::kTranspose) return false;
-  std::vector<int64_t> perm = n->attrs().GetInts("perm");
-  int64_t r = static_cast<int64_t>(perm.size());
-  for (int64_t i = 0; i + 2 < r; ++i) {
-    if (perm[i] != i) return false;
-  }
-  return r >= 2 && perm[r - 2] == r - 1 && perm[r - 1] == r - 2;
 }
 
 class Lowerer {
@@ -59,9 +49,9 @@ class Lowerer {
     for (const Region& region : plan.regions) {
       LoweredRegion report;
       report.region = region.id;
-      report.kind = RegionKindName(region.kind);
+      report.kind = region.kind;
       size_t first_step = program_.steps.size();
-      KILN_RETURN_IF_ERROR(LowerRegion(graph, region, region.id, "", report));
+      KILN_RETURN_IF_ERROR(LowerRegion(region, report));
       for (size_t s = first_step; s < program_.steps.size(); ++s) report.steps.push_back(static_cast<int>(s));
       if (report.steps.size() > 0 && region.id < static_cast<int>(plan.estimates.size())) {
         program_.steps[first_step].predicted_us = plan.estimates[region.id].total_us;
@@ -90,10 +80,10 @@ class Lowerer {
 
   // The buffer holding `n`'s value, made on first use: constants go to the constant block,
   // everything else to the arena (outputs are bound at the end).
-  int BufferOf(const Node* n, const std::string& prefix) {
+  int BufferOf(const Node* n) {
     auto it = buffers_.find(n);
     if (it != buffers_.end()) return it->second;
-    Buffer b = Describe(n, prefix + n->name());
+    Buffer b = Describe(n, n->name());
     if (n->op() == OpKind::kConstant) {
       b.kind = BufferKind::kConstant;
       b.offset = Align(static_cast<int64_t>(program_.constants.size()), kArenaAlignment);
@@ -114,30 +104,27 @@ class Lowerer {
     return s;
   }
 
-  std::string Label(int region_id, const Region& r, const std::string& prefix) {
-    return absl::StrCat("region ", region_id, " ", RegionKindName(r.kind), prefix.empty() ? "" : " (fallback)", ": ",
-                        r.NodeList(4));
+  std::string Label(const Region& r) {
+    return absl::StrCat("region ", r.id, " ", RegionKindName(r.kind), ": ", r.NodeList(4));
   }
 
-  absl::Status LowerRegion(const Graph& g, const Region& r, int region_id, const std::string& prefix,
-                           LoweredRegion& report) {
-    switch (r.kind) {
-      case RegionKind::kView: return LowerView(r, prefix);
-      case RegionKind::kMatmul: return LowerMatmul(r, region_id, prefix);
-      case RegionKind::kAttention: return LowerAttentionRegion(g, r, region_id, report);
-      default: return LowerKernel(g, r, region_id, prefix, report);
+  // By how the region's kind runs (passes/fusion/region_kind.h).
+  absl::Status LowerRegion(const Region& r, LoweredRegion& report) {
+    switch (KindInfo(r.kind).lowering) {
+      case Lowering::kAlias: return LowerView(r);
+      case Lowering::kLibrary: return LowerMatmul(r);
+      case Lowering::kKernel: return LowerKernel(r, report);
     }
+    return absl::InternalError("unknown lowering");
   }
 
-  absl::Status LowerKernel(const Graph& g, const Region& r, int region_id, const std::string& prefix,
-                           LoweredRegion& report) {
-    // Tuned parameters name regions of the top-level plan, not of an attention fallback's.
-    auto tuned = prefix.empty() ? options_.params.find(region_id) : options_.params.end();
+  absl::Status LowerKernel(const Region& r, LoweredRegion& report) {
+    auto tuned = options_.params.find(r.id);
     const KernelParams params = tuned != options_.params.end() ? tuned->second : DefaultParams(r, options_.device);
-    absl::StatusOr<KernelSource> source = EmitKernel(r, g, params);
+    absl::StatusOr<KernelSource> source = EmitKernel(r, params);
     if (!source.ok()) {
-      return absl::Status(source.status().code(), absl::StrCat("region ", region_id, " (", r.NodeList(4),
-                                                               "): ", source.status().message()));
+      return absl::Status(source.status().code(),
+                          absl::StrCat("region ", r.id, " (", r.NodeList(4), "): ", source.status().message()));
     }
     auto [it, inserted] = module_of_.try_emplace(source->name, static_cast<int>(program_.modules.size()));
     if (inserted) {
@@ -148,7 +135,7 @@ class Lowerer {
       program_.modules.push_back(m);
       kernels_.push_back({source->name, source->source});
     }
-    Step step = NewStep(Step::Kind::kKernel, region_id, Label(region_id, r, prefix));
+    Step step = NewStep(Step::Kind::kKernel, r.id, Label(r));
     KernelStep& k = step.kernel;
     k.name = source->name;
     k.module = it->second;
@@ -159,7 +146,7 @@ class Lowerer {
       auto found = by_name.find(arg.tensor);
       KILN_CHECK(found != by_name.end()) << "kernel " << source->name << " argument " << arg.tensor
                                          << " is not a region input or output";
-      k.args.push_back(BufferOf(found->second, prefix));
+      k.args.push_back(BufferOf(found->second));
       step.bytes += program_.buffers[k.args.back()].bytes;
     }
     if (source->has_scratch) {
@@ -174,22 +161,19 @@ class Lowerer {
       k.scratch = Add(b);
     }
     k.count = source->count;
-    k.grid = source->launch.Grid(source->count);
-    k.block = source->launch.block;
-    k.dynamic_smem_bytes = source->launch.dynamic_smem_bytes;
+    k.launch = LaunchShapeOf(*source, source->count);
     for (const std::string& note : source->notes) report.notes.push_back(absl::StrCat(source->name, ": ", note));
     report.kernels.push_back(source->name);
     program_.steps.push_back(std::move(step));
     return absl::OkStatus();
   }
 
-  // Reshapes: each output is an alias of the tensor the chain starts from (or a copy into a
-  // buffer that is already bound, e.g. the output of an attention subgraph).
-  absl::Status LowerView(const Region& r, const std::string& prefix) {
+  // Reshapes: each output is an alias of the tensor the chain starts from.
+  absl::Status LowerView(const Region& r) {
     for (const Node* out : r.outputs) {
       const Node* src = out;
       while (r.Contains(src)) src = src->operand(0);
-      int from = BufferOf(src, prefix);
+      const int from = BufferOf(src);
       if (auto bound = buffers_.find(out); bound != buffers_.end()) {
         Step step = NewStep(Step::Kind::kCopy, r.id, absl::StrCat("view ", out->name(), " (copy)"));
         step.copy = {from, bound->second};
@@ -197,7 +181,7 @@ class Lowerer {
         program_.steps.push_back(step);
         continue;
       }
-      Buffer b = Describe(out, prefix + out->name());
+      Buffer b = Describe(out, out->name());
       b.kind = BufferKind::kAlias;
       b.alias_of = from;
       buffers_[out] = Add(b);
@@ -205,16 +189,11 @@ class Lowerer {
     return absl::OkStatus();
   }
 
-  absl::Status LowerMatmul(const Region& r, int region_id, const std::string& prefix) {
-    const Node* mm = nullptr;
-    for (const Node* n : r.nodes) {
-      if (n->op() == OpKind::kMatmul) mm = n;
-    }
-    KILN_CHECK(mm != nullptr) << "matmul region " << region_id << " has no matmul";
-    if (r.outputs.size() != 1) {
-      return absl::InternalError(absl::StrCat("matmul region ", region_id, " (", r.NodeList(4), ") writes ",
-                                              r.outputs.size(), " tensors; cuBLASLt writes one"));
-    }
+  // One cuBLASLt call, as the region's analysis (passes/fusion/matmul_epilogue.h) describes it.
+  absl::Status LowerMatmul(const Region& r) {
+    KILN_CHECK(r.matmul != nullptr) << "matmul region " << r.id << " has no analysis";
+    const MatmulEpilogue& e = *r.matmul;
+    const Node* mm = e.matmul;
     MatmulStep m;
     MatmulSpec& spec = m.spec;
     spec.dtype = mm->dtype();
@@ -222,18 +201,10 @@ class Lowerer {
       return absl::UnimplementedError(absl::StrCat("matmul ", mm->name(), ": ", DTypeName(spec.dtype),
                                                    " matmuls are not supported (f32, f16, bf16 are)"));
     }
-    const Node* a = mm->operand(0);
-    const Node* b = mm->operand(1);
-    if (r.Contains(a)) {
-      KILN_CHECK(SwapsLastTwo(a)) << "matmul region operand " << a->name() << " is not a folded transpose";
-      spec.trans_a = true;
-      a = a->operand(0);
-    }
-    if (r.Contains(b)) {
-      KILN_CHECK(SwapsLastTwo(b)) << "matmul region operand " << b->name() << " is not a folded transpose";
-      spec.trans_b = true;
-      b = b->operand(0);
-    }
+    spec.trans_a = e.trans_a;
+    spec.trans_b = e.trans_b;
+    const Node* a = e.a;
+    const Node* b = e.b;
     const Shape& out = mm->shape();
     const size_t rank = out.size();
     if (rank < 2 || a->shape().size() < 2 || b->shape().size() < 2) {
@@ -249,26 +220,31 @@ class Lowerer {
                                                    ShapeToString(a->shape()), " @ ", ShapeToString(b->shape()),
                                                    ") is not supported"));
     }
-    // Epilogue: the adds after the matmul, in order.
-    const Node* cur = mm;
-    while (cur != r.outputs[0]) {
-      const Node* next = nullptr;
-      for (const Node* u : cur->users()) {
-        if (r.Contains(u)) next = u;
-      }
-      KILN_CHECK(next != nullptr && next->op() == OpKind::kAdd) << "matmul region " << region_id << " epilogue";
-      const Node* other = next->operand(0) == cur ? next->operand(1) : next->operand(0);
-      if (other->shape() == next->shape()) {
-        m.residual = BufferOf(other, prefix);
-        spec.has_residual = true;
-      } else {
-        KILN_CHECK(IsRowBias(other->shape(), next->shape()))
-            << "matmul region " << region_id << ": " << other->name() << " is neither a residual nor a row bias";
-        m.bias = BufferOf(other, prefix);
-        spec.has_bias = true;
-      }
-      cur = next;
+    if (e.residual != nullptr) {
+      m.residual = BufferOf(e.residual);
+      spec.has_residual = true;
     }
+    if (e.bias != nullptr) {
+      m.bias = BufferOf(e.bias);
+      spec.has_bias = true;
+    }
+    KILN_RETURN_IF_ERROR(PlanBatches(a, b, out, m));
+    m.a = BufferOf(a);
+    m.b = BufferOf(b);
+    m.d = BufferOf(e.output);
+    Step step = NewStep(Step::Kind::kMatmul, r.id, Label(r));
+    for (int id : {m.a, m.b, m.d, m.bias, m.residual}) {
+      if (id >= 0) step.bytes += program_.buffers[id].bytes;
+    }
+    step.matmul = std::move(m);
+    program_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+  // The batch: one plain matmul over [batch*M, K] when B is shared, else a strided batch, else
+  // one call per batch (stride 0 where an operand is broadcast).
+  absl::Status PlanBatches(const Node* a, const Node* b, const Shape& out, MatmulStep& m) {
+    MatmulSpec& spec = m.spec;
     // Batch: offsets of each operand's matrix for every output batch index.
     const Shape batch(out.begin(), out.end() - 2);
     const int64_t batches = NumElements(batch);
@@ -321,60 +297,6 @@ class Lowerer {
       }
       spec.alignment = static_cast<int>(common);
     }
-    m.a = BufferOf(a, prefix);
-    m.b = BufferOf(b, prefix);
-    m.d = BufferOf(r.outputs[0], prefix);
-    Step step = NewStep(Step::Kind::kMatmul, region_id, Label(region_id, r, prefix));
-    for (int id : {m.a, m.b, m.d, m.bias, m.residual}) {
-      if (id >= 0) step.bytes += program_.buffers[id].bytes;
-    }
-    step.matmul = std::move(m);
-    program_.steps.push_back(std::move(step));
-    return absl::OkStatus();
-  }
-
-  absl::Status LowerAttentionRegion(const Graph& g, const Region& r, int region_id, LoweredRegion& report) {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Graph> sub, ExtractSubgraph(g, r.nodes, r.inputs, r.outputs));
-    KILN_RETURN_IF_ERROR(AttentionFallbackPipeline().Run(*sub, DebugOptions{}).status());
-    KILN_ASSIGN_OR_RETURN(FusionPlan plan, PlanFusion(*sub, options_.device));
-    const std::string prefix = absl::StrCat("r", region_id, "/");
-    std::vector<int> copies_from, copies_to;
-    for (const Node* in : sub->inputs()) {
-      auto it = std::find_if(r.inputs.begin(), r.inputs.end(), [&](const Node* n) { return n->name() == in->name(); });
-      KILN_CHECK(it != r.inputs.end()) << "attention subgraph input " << in->name();
-      buffers_[in] = BufferOf(*it, "");
-    }
-    for (const Node* n : sub->PostOrder()) {
-      const Node* original = g.FindNode(n->name());
-      if (n->op() == OpKind::kConstant && original != nullptr && original->op() == OpKind::kConstant &&
-          original->value()->BitwiseEqual(*n->value())) {
-        buffers_[n] = BufferOf(original, "");  // the subgraph's copy of a constant: share its bytes
-      }
-    }
-    for (size_t i = 0; i < sub->outputs().size(); ++i) {
-      const Node* n = sub->outputs()[i].node;
-      int target = BufferOf(r.outputs[i], "");
-      if (buffers_.count(n)) {
-        copies_from.push_back(buffers_[n]);
-        copies_to.push_back(target);
-      } else {
-        buffers_[n] = target;
-      }
-    }
-    std::vector<std::string> parts;
-    for (const Region& sr : plan.regions) {
-      size_t before = program_.steps.size();
-      KILN_RETURN_IF_ERROR(LowerRegion(*sub, sr, region_id, prefix, report));
-      if (program_.steps.size() > before) parts.push_back(RegionKindName(sr.kind));
-    }
-    for (size_t i = 0; i < copies_from.size(); ++i) {
-      Step step = NewStep(Step::Kind::kCopy, region_id, absl::StrCat("region ", region_id, " output copy"));
-      step.copy = {copies_from[i], copies_to[i]};
-      program_.steps.push_back(step);
-    }
-    report.notes.push_back(absl::StrCat("no tiled attention template yet: ran as ", absl::StrJoin(parts, " -> "),
-                                        " (cuBLASLt matmuls and a guarded-softmax row kernel; the scores are stored)"));
-    subgraphs_.push_back(std::move(sub));
     return absl::OkStatus();
   }
 
@@ -409,7 +331,7 @@ class Lowerer {
   void BindOutputs(const Graph& graph) {
     for (size_t i = 0; i < graph.outputs().size(); ++i) {
       const Graph::Output& o = graph.outputs()[i];
-      int id = buffers_.count(o.node) ? buffers_[o.node] : BufferOf(o.node, "");
+      int id = buffers_.count(o.node) ? buffers_[o.node] : BufferOf(o.node);
       int root = ResolveAlias(program_.buffers, id);
       if (program_.buffers[root].kind == BufferKind::kArena) {
         if (id != root) {
@@ -442,7 +364,6 @@ class Lowerer {
   std::map<const Node*, int> buffers_;
   std::map<std::string, int> module_of_;
   std::vector<KernelToCompile> kernels_;
-  std::vector<std::unique_ptr<Graph>> subgraphs_;  // keep attention subgraphs' nodes alive
 };
 
 }  // namespace
@@ -459,6 +380,20 @@ absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan
   Lowerer lowerer(options, result);
   KILN_RETURN_IF_ERROR(lowerer.LowerTop(graph, plan));
   return result;
+}
+
+LaunchShape LaunchShapeOf(const KernelSource& kernel, int64_t count) {
+  LaunchShape shape;
+  const LaunchRule& rule = kernel.launch;
+  shape.grid = rule.Grid(count);
+  shape.grid_y = rule.grid_y;
+  shape.grid_z = rule.grid_z;
+  shape.block = rule.block;
+  shape.dynamic_smem_bytes = rule.dynamic_smem_bytes;
+  shape.cluster_x = rule.cluster_x;
+  shape.cooperative = rule.cooperative;
+  shape.grid_multiple = rule.blocks_per_item_group;
+  return shape;
 }
 
 }  // namespace kiln

@@ -1,6 +1,6 @@
 // LowerPlan: a FusionPlan over a graph -> a runtime Program (runtime/program.h).
 //
-//   pointwise, row_reduction, other_reduction, layout regions
+//   every kind the kind table lowers to a kernel (passes/fusion/region_kind.h)
 //        -> one kernel each: codegen's EmitKernel with the region's KernelParams (the
 //           autotuner's choice in LowerOptions::params, else DefaultParams for the device),
 //           compiled by NVRTC through the KernelCache, all kernels of the graph in parallel
@@ -8,11 +8,8 @@
 //           into EPILOGUE_BIAS, a residual add into C with beta = 1; batch dims become a
 //           strided batch (stride 0 where an operand is broadcast) or, failing that, one call
 //           per batch
-//   attention regions -> there is no tiled attention template yet: the region's subgraph
-//           goes through AttentionFallbackPipeline (matmul, guarded softmax, matmul), is
-//           planned again, and lowered like any graph (2 cuBLASLt calls + a row kernel, plus
-//           layout kernels for the strided views the attention region had absorbed); the
-//           notes say so
+//   attention regions -> the tiled template's kernel (attention the template does not run
+//           never reaches a plan: passes/lower_attention rewrote it before fusion)
 //   view regions (reshapes) -> aliases, no step
 // Every graph input gets an input buffer; a graph output is written in place by its producer
 // (a view of it becomes an alias of the output), or copied when it is an input, a constant or
@@ -27,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "codegen/kernel_params.h"
+#include "codegen/kernel_source.h"
 #include "ir/base/debug_options.h"
 #include "ir/graph.h"
 #include "passes/cost/device_spec.h"
@@ -38,7 +36,7 @@ namespace kiln {
 
 struct LowerOptions {
   std::string arch = "sm_90a";  // NVRTC target; the Program runs on this arch only
-  DeviceSpec device;            // for KernelParams defaults and re-planning attention
+  DeviceSpec device;            // for KernelParams defaults
   KernelCache* cache = nullptr; // nullptr: KernelCache::Default()
   int compile_threads = 0;      // 0: hardware concurrency
   std::string source_text;      // the imported graph, printed: hashed into Program::graph_hash
@@ -50,9 +48,9 @@ struct LowerOptions {
 // What happened while lowering, per region, for reports and the ledger.
 struct LoweredRegion {
   int region = -1;
-  std::string kind;
+  RegionKind kind = RegionKind::kPointwise;
   std::vector<int> steps;          // indices into Program::steps
-  std::vector<std::string> notes;  // e.g. "attention: no tiled template yet; ran as ..."
+  std::vector<std::string> notes;  // the emitters' notes, e.g. "row cached in registers: 2 x 8 per thread"
   std::vector<std::string> kernels;
   std::vector<std::string> origins;  // per kernel: memory / disk / nvrtc
 };
@@ -65,6 +63,9 @@ struct LowerResult {
 };
 
 absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan, const LowerOptions& options);
+
+// The runtime's launch shape of a generated kernel whose count is `count`.
+LaunchShape LaunchShapeOf(const KernelSource& kernel, int64_t count);
 
 }  // namespace kiln
 

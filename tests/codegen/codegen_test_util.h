@@ -83,7 +83,7 @@ inline std::vector<SmallCase> SmallCases() {
             y = relu(g)
             return y
           })"},
-      {"other_reduction_columns",
+      {"column_reduction",
        R"(graph colsum(x: bf16[33,48]) {
             e = exp(x)
             s = reduce_sum(e) {axes = [0], keep_dims = false}
@@ -127,7 +127,7 @@ inline absl::StatusOr<KernelSource> EmitSmallCase(const SmallCase& c, Analysis* 
     if (c.chunk > 0 && params.rows_per_block == 1) params.block_size = 32;  // 32 x 8 x 2 = 512
     if (c.chunk > 0 && params.rows_per_block != 1) params.chunk = 32 * params.vector_width * 2;
   }
-  return EmitKernel(region, *keep->graph, params);
+  return EmitKernel(region, params);
 }
 
 }  // namespace kiln::testing_codegen

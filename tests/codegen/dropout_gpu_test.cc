@@ -162,7 +162,7 @@ void CheckCase(const Case& c, KernelCache& cache, const std::string& arch) {
   std::vector<KernelSource> kernels;
   std::vector<KernelToCompile> to_compile;
   for (const KernelParams& params : Variants(region, a.plan.device)) {
-    auto k = EmitKernel(region, *a.graph, params);
+    auto k = EmitKernel(region, params);
     ASSERT_TRUE(k.ok()) << c.label << " " << params.ToString() << ": " << k.status();
     bool seen = false;
     for (const KernelSource& other : kernels) seen |= other.name == k->name;

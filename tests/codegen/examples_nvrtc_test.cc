@@ -8,6 +8,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "passes/fusion/region_kind.h"
 #include "runtime/nvrtc_compile.h"
 #include "tests/codegen/codegen_test_util.h"
 
@@ -54,7 +55,7 @@ TEST(ExamplesNvrtcTest, EveryExampleKernelCompilesForSm90a) {
   for (const std::string& path : files) {
     Analysis a = testing_codegen::AnalyzeFile(path);
     for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
-      auto ks = EmitKernel(*r, *a.graph, DefaultParams(*r, a.plan.device));
+      auto ks = EmitKernel(*r, DefaultParams(*r, a.plan.device));
       ASSERT_TRUE(ks.ok()) << path << " region " << r->id << ": " << ks.status();
       std::string what = path.substr(std::string(KILN_SOURCE_DIR).size() + 1) + " r" + std::to_string(r->id);
       CompileAndReport(what, *ks, &seen);
@@ -65,13 +66,12 @@ TEST(ExamplesNvrtcTest, EveryExampleKernelCompilesForSm90a) {
 }
 
 // The whole compile of every example, through the API as `kiln compile --arch sm_90a` runs
-// it: the attention fallback's kernels (which no region above has) included.
-TEST(ExamplesNvrtcTest, EveryExampleCompilesWholeWithItsAttentionFallback) {
+// it: every region the kind table lowers to a kernel gets exactly one.
+TEST(ExamplesNvrtcTest, EveryExampleCompilesWhole) {
   std::vector<std::string> files = JsonFiles(std::string(KILN_SOURCE_DIR) + "/examples");
   std::vector<std::string> small = JsonFiles(std::string(KILN_SOURCE_DIR) + "/examples/small");
   files.insert(files.end(), small.begin(), small.end());
   KernelCache cache("");  // memory only, shared: each distinct kernel is compiled once
-  int fallback_kernels = 0;
   for (const std::string& path : files) {
     auto graph = LoadGraph(path);
     ASSERT_TRUE(graph.ok()) << graph.status();
@@ -81,10 +81,10 @@ TEST(ExamplesNvrtcTest, EveryExampleCompilesWholeWithItsAttentionFallback) {
     auto compiled = Compile(std::move(*graph), options);
     ASSERT_TRUE(compiled.ok()) << path << ": " << compiled.status();
     for (const LoweredRegion& r : compiled->lowered.regions) {
-      if (r.kind == "attention") fallback_kernels += static_cast<int>(r.kernels.size());
+      const bool kernel = KindInfo(r.kind).lowering == Lowering::kKernel;
+      EXPECT_EQ(r.kernels.size(), kernel ? 1u : 0u) << path << " region " << r.region;
     }
   }
-  EXPECT_GE(fallback_kernels, 2) << "transformer_block (full and small) has an attention region with fallback kernels";
 }
 
 TEST(ExamplesNvrtcTest, EveryGoldenCaseCompilesForSm90a) {

@@ -4,6 +4,7 @@
 
 #include "codegen/emit_kernel.h"
 #include "gtest/gtest.h"
+#include "passes/fusion/region_kind.h"
 #include "runtime/nvrtc_compile.h"
 #include "tests/codegen/codegen_test_util.h"
 
@@ -45,7 +46,7 @@ TEST(EmitKernelTest, KindsWithoutAKernelAreRefusedByName) {
   int refused = 0;
   for (const Region& r : a.plan.regions) {
     if (HasKernel(r.kind)) continue;
-    auto ks = EmitKernel(r, *a.graph, KernelParams{});
+    auto ks = EmitKernel(r, KernelParams{});
     ASSERT_FALSE(ks.ok());
     EXPECT_EQ(ks.status().code(), absl::StatusCode::kUnimplemented);
     EXPECT_NE(std::string(ks.status().message()).find(RegionKindName(r.kind)), std::string::npos);
@@ -58,7 +59,7 @@ TEST(EmitKernelTest, SameRegionGivesSameSourceAndBatchSizeDoesNotChangeIt) {
   auto emit = [](const std::string& rows) {
     Analysis a = testing_codegen::AnalyzeText("graph s(x: bf16[" + rows + ",256]) { y = softmax(x) {axis = -1}\n return y }");
     const Region* r = testing_codegen::KernelRegions(a.plan).at(0);
-    auto ks = EmitKernel(*r, *a.graph, DefaultParams(*r, a.plan.device));
+    auto ks = EmitKernel(*r, DefaultParams(*r, a.plan.device));
     EXPECT_TRUE(ks.ok()) << ks.status();
     return *ks;
   };

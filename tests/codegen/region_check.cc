@@ -12,6 +12,7 @@
 #include "api/compiler.h"
 #include "codegen/emit_kernel.h"
 #include "gtest/gtest.h"
+#include "passes/fusion/region_kind.h"
 #include "ir/interpreter.h"
 #include "ir/compare.h"
 #include "ir/parser.h"
@@ -118,7 +119,7 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
   const double reference_s = SecondsSince(start);
 
   const KernelParams params = options.params ? *options.params : DefaultParams(region, H100Spec());
-  auto kernel = EmitKernel(region, g, params);
+  auto kernel = EmitKernel(region, params);
   ASSERT_TRUE(kernel.ok()) << label << ": " << kernel.status();
   // Through the CUBIN cache: scripts/gpu-check runs this binary twice (plain, then under
   // compute-sanitizer), and the second run compiles nothing.

@@ -34,12 +34,12 @@ inline bool RunPass(Pass& pass, Graph& graph) {
 }
 
 // Every non-leaf node of `g` as one region.
-inline Region WholeRegion(const Graph& g) {
+inline Region WholeRegion(const Graph& g, const DeviceSpec& device = H100Spec()) {
   std::vector<Node*> nodes;
   for (Node* n : g.PostOrder()) {
     if (n->category() != OpCategory::kLeaf) nodes.push_back(n);
   }
-  return DescribeRegion(0, nodes, g, g.PostOrder());
+  return DescribeRegion(0, nodes, g, g.PostOrder(), device);
 }
 
 inline std::unique_ptr<Graph> LoadExample(const std::string& name) {

@@ -2,6 +2,7 @@
 // registers per SM: up to 512 threads x 64 cached f32 values per row), against hand-computed
 // layouts; and its two callers agreeing: the cost model's price and the kernel codegen emits.
 #include "passes/cost/row_fit.h"
+#include "passes/fusion/reduce_placement.h"
 
 #include "absl/strings/str_format.h"
 #include "codegen/emit_kernel.h"
@@ -26,35 +27,35 @@ Row WholeGraph(const std::string& text) {
   return row;
 }
 
-// sum over the row of the product of `inputs` row-shaped tensors [64, n]: a per-row output.
+// sum over the row of the product of `inputs` row-shaped tensors [4096, n]: a per-row output.
 Row ProductSum(int64_t n, int inputs, const char* dtype = "f32") {
   std::string params, body;
   std::string acc = "x0";
-  for (int i = 0; i < inputs; ++i) absl::StrAppendFormat(&params, "%sx%d: %s[64,%d]", i ? ", " : "", i, dtype, n);
+  for (int i = 0; i < inputs; ++i) absl::StrAppendFormat(&params, "%sx%d: %s[4096,%d]", i ? ", " : "", i, dtype, n);
   for (int i = 1; i < inputs; ++i) {
-    absl::StrAppendFormat(&body, "    p%d: %s[64,%d] = mul(%s, x%d)\n", i, dtype, n, acc, i);
+    absl::StrAppendFormat(&body, "    p%d: %s[4096,%d] = mul(%s, x%d)\n", i, dtype, n, acc, i);
     acc = absl::StrCat("p", i);
   }
-  return WholeGraph(absl::StrFormat("graph g(%s) {\n%s    s: %s[64] = reduce_sum(%s) {axes = [1], keep_dims = false}\n"
+  return WholeGraph(absl::StrFormat("graph g(%s) {\n%s    s: %s[4096] = reduce_sum(%s) {axes = [1], keep_dims = false}\n"
                                     "    return s\n  }",
                                     params, body, dtype, acc));
 }
 
-// Decomposed softmax over [64, n]: one row-shaped input and a row-shaped output.
+// Decomposed softmax over [4096, n]: one row-shaped input and a row-shaped output.
 Row Softmax(int64_t n, const char* dtype) {
-  return WholeGraph(absl::StrFormat(R"(graph g(x: %1$s[64,%2$d]) {
-    m: %1$s[64,1] = reduce_max(x) {axes = [1], keep_dims = true}
-    d: %1$s[64,%2$d] = sub(x, m)
-    e: %1$s[64,%2$d] = exp(d)
-    s: %1$s[64,1] = reduce_sum(e) {axes = [1], keep_dims = true}
-    y: %1$s[64,%2$d] = div(e, s)
+  return WholeGraph(absl::StrFormat(R"(graph g(x: %1$s[4096,%2$d]) {
+    m: %1$s[4096,1] = reduce_max(x) {axes = [1], keep_dims = true}
+    d: %1$s[4096,%2$d] = sub(x, m)
+    e: %1$s[4096,%2$d] = exp(d)
+    s: %1$s[4096,1] = reduce_sum(e) {axes = [1], keep_dims = true}
+    y: %1$s[4096,%2$d] = div(e, s)
     return y
   })", dtype, n));
 }
 
 TEST(RowFitTest, ABf16SoftmaxRowOf8192FitsOn128Threads) {
   Row r = Softmax(8192, "bf16");
-  RowFit fit = FitRowOnChip(r.region, H100Spec());
+  RowFit fit = r.region.reduce->fit;
   // 128 threads x 8 vectors of 8 = 8192: 64 values per thread, the budget exactly.
   EXPECT_TRUE(fit.on_chip);
   EXPECT_EQ(fit.threads, 128);
@@ -66,12 +67,12 @@ TEST(RowFitTest, ABf16SoftmaxRowOf8192FitsOn128Threads) {
 
 TEST(RowFitTest, EveryRowShapedInputCountsAgainstTheBudget) {
   // 16384 x 2 inputs over 512 threads: 4 vectors of 8 each, 64 per thread.
-  RowFit two = FitRowOnChip(ProductSum(16384, 2).region, H100Spec());
+  RowFit two = ProductSum(16384, 2).region.reduce->fit;
   EXPECT_TRUE(two.on_chip);
   EXPECT_EQ(two.threads, 512);
   EXPECT_EQ(two.per_thread, 64);
   // A third input needs 96 per thread: streamed; only a per-row result leaves, so one pass.
-  RowFit three = FitRowOnChip(ProductSum(16384, 3).region, H100Spec());
+  RowFit three = ProductSum(16384, 3).region.reduce->fit;
   EXPECT_FALSE(three.on_chip);
   EXPECT_EQ(three.passes, 1);
   EXPECT_EQ(three.reason, "row of 16384 f32 values x 3 inputs does not fit the register budget of 64 f32 values "
@@ -80,50 +81,84 @@ TEST(RowFitTest, EveryRowShapedInputCountsAgainstTheBudget) {
 
 TEST(RowFitTest, ShortRowsGetAWarp) {
   // 1024 over 32 threads: 4 vectors of 8 per input.
-  RowFit two = FitRowOnChip(ProductSum(1024, 2).region, H100Spec());
+  RowFit two = ProductSum(1024, 2).region.reduce->fit;
   EXPECT_TRUE(two.on_chip);
   EXPECT_EQ(two.threads, 32);
   EXPECT_EQ(two.per_thread, 64);
-  EXPECT_FALSE(FitRowOnChip(ProductSum(1024, 3).region, H100Spec()).on_chip);
+  EXPECT_FALSE(ProductSum(1024, 3).region.reduce->fit.on_chip);
 }
 
 TEST(RowFitTest, AStreamedRowMakesOnePassPerReductionLevel) {
   // The 128256-wide log-sum-exp of cross-entropy: max and sum(exp(x - max)) share a pass.
-  Row lse = WholeGraph(R"(graph g(x: bf16[64,128256]) {
-    m: bf16[64,1] = reduce_max(x) {axes = [1], keep_dims = true}
-    d: bf16[64,128256] = sub(x, m)
-    e: bf16[64,128256] = exp(d)
-    s: bf16[64] = reduce_sum(e) {axes = [1], keep_dims = false}
-    l: bf16[64] = log(s)
+  Row lse = WholeGraph(R"(graph g(x: bf16[4096,128256]) {
+    m: bf16[4096,1] = reduce_max(x) {axes = [1], keep_dims = true}
+    d: bf16[4096,128256] = sub(x, m)
+    e: bf16[4096,128256] = exp(d)
+    s: bf16[4096] = reduce_sum(e) {axes = [1], keep_dims = false}
+    l: bf16[4096] = log(s)
     return l
   })");
-  RowFit fit = FitRowOnChip(lse.region, H100Spec());
+  RowFit fit = lse.region.reduce->fit;
   EXPECT_FALSE(fit.on_chip);
   EXPECT_TRUE(fit.online_max_sum);
   EXPECT_EQ(fit.passes, 1);
   EXPECT_EQ(fit.reason, "row of 128256 bf16 values x 1 input does not fit the register budget of 64 f32 values "
                         "per thread x 512 threads: streamed, 1 pass with online max+sum");
   // Softmax writes the row back: the statistics pass, then the output pass.
-  RowFit softmax = FitRowOnChip(Softmax(128256, "f32").region, H100Spec());
+  RowFit softmax = Softmax(128256, "f32").region.reduce->fit;
   EXPECT_EQ(softmax.passes, 2);
   EXPECT_NE(softmax.reason.find("2 passes (1 for the statistics with online max+sum, 1 for the row-shaped outputs)"),
             std::string::npos) << softmax.reason;
   // A layer norm's variance needs the mean first: two statistics levels, then the output.
-  Row norm = WholeGraph(R"(graph g(x: f32[64,65536]) {
-    mu: f32[64,1] = reduce_mean(x) {axes = [1], keep_dims = true}
-    d: f32[64,65536] = sub(x, mu)
-    sq: f32[64,65536] = mul(d, d)
-    v: f32[64,1] = reduce_mean(sq) {axes = [1], keep_dims = true}
-    r: f32[64,1] = rsqrt(v)
-    y: f32[64,65536] = mul(d, r)
+  Row norm = WholeGraph(R"(graph g(x: f32[4096,65536]) {
+    mu: f32[4096,1] = reduce_mean(x) {axes = [1], keep_dims = true}
+    d: f32[4096,65536] = sub(x, mu)
+    sq: f32[4096,65536] = mul(d, d)
+    v: f32[4096,1] = reduce_mean(sq) {axes = [1], keep_dims = true}
+    r: f32[4096,1] = rsqrt(v)
+    y: f32[4096,65536] = mul(d, r)
     return y
   })");
-  RowFit ln = FitRowOnChip(norm.region, H100Spec());
+  RowFit ln = norm.region.reduce->fit;
   EXPECT_EQ(ln.passes, 3);
   RunTimeEstimate e = EstimateRunTime(norm.region, H100Spec());
   EXPECT_EQ(e.passes, 3);
-  EXPECT_EQ(e.bytes_read, int64_t{3} * 64 * 65536 * 4);
+  EXPECT_EQ(e.bytes_read, int64_t{3} * 4096 * 65536 * 4);
   EXPECT_EQ(e.row_fit, ln.reason);
+}
+
+// Few long rows are split over several blocks, so that the grid covers the GPU: 8 rows of
+// 524288 f32 go to 33 blocks each (2 blocks per SM on 132 SMs), each caching its share.
+TEST(RowFitTest, FewLongRowsAreSplitOverBlocks) {
+  Row few = WholeGraph(R"(graph g(x: f32[8,524288]) {
+    m: f32[8,1] = reduce_max(x) {axes = [1], keep_dims = true}
+    d: f32[8,524288] = sub(x, m)
+    e: f32[8,524288] = exp(d)
+    s: f32[8,1] = reduce_sum(e) {axes = [1], keep_dims = true}
+    y: f32[8,524288] = div(e, s)
+    return y
+  })");
+  const RowFit& fit = few.region.reduce->fit;
+  EXPECT_EQ(fit.split, 33);
+  EXPECT_EQ(fit.share, (524288 + 32) / 33);
+  EXPECT_TRUE(fit.on_chip) << fit.reason;
+  RunTimeEstimate e = EstimateRunTime(few.region, H100Spec());
+  EXPECT_EQ(e.blocks, 8 * 33);
+  EXPECT_EQ(e.passes, 1);
+  KernelParams params = DefaultParams(few.region, H100Spec());
+  EXPECT_EQ(params.split, 33);
+  EXPECT_EQ(params.rows_per_block, 1);
+  absl::StatusOr<KernelSource> ks = EmitKernel(few.region, params);
+  ASSERT_TRUE(ks.ok()) << ks.status();
+  EXPECT_TRUE(ks->launch.cooperative);
+  EXPECT_EQ(ks->launch.Grid(8), 8 * 33);
+  EXPECT_TRUE(ks->has_scratch);  // the blocks' barrier counters and partial statistics
+  // Many rows, or rows a block covers anyway, are not split.
+  EXPECT_EQ(ProductSum(16384, 1).region.reduce->fit.split, 1);
+  EXPECT_EQ(WholeGraph(R"(graph g(x: f32[8,2048]) {
+    s: f32[8] = reduce_sum(x) {axes = [1], keep_dims = false}
+    return s
+  })").region.reduce->fit.split, 1);
 }
 
 // The cost model and codegen call the same rule, and the emitted kernel does what it says:
@@ -133,12 +168,12 @@ TEST(RowFitTest, TheKernelDoesWhatTheModelPrices) {
     for (int64_t n : {512, 1000, 1024, 2048, 8192, 12288, 16384, 32768, 40000}) {
       for (int inputs : {1, 2, 3}) {
         Row r = ProductSum(n, inputs, dtype);
-        RowFit fit = FitRowOnChip(r.region, H100Spec());
+        RowFit fit = r.region.reduce->fit;
         std::string where = absl::StrFormat("%s n=%d inputs=%d: %s", dtype, n, inputs, fit.reason);
         EXPECT_EQ(EstimateRunTime(r.region, H100Spec()).row_on_chip, fit.on_chip) << where;
         KernelParams params = DefaultParams(r.region, H100Spec());
         EXPECT_EQ(params.chunk == 0, fit.on_chip) << where << "; " << params.ToString();
-        absl::StatusOr<KernelSource> ks = EmitKernel(r.region, *r.graph, params);
+        absl::StatusOr<KernelSource> ks = EmitKernel(r.region, params);
         ASSERT_TRUE(ks.ok()) << where << ": " << ks.status();
         bool cached = false;
         for (const std::string& note : ks->notes) cached |= note.rfind("row cached in registers", 0) == 0;

@@ -36,7 +36,21 @@ extern "C" __global__ void use_philox(unsigned int* out, float* y, const float* 
   y[threadIdx.x] = kiln::DropoutApply(x[threadIdx.x], keep, 0x1.19999ap+0f);
 })", "use_philox"},
       {"pointwise.cuh", R"(
+struct Body {
+  static constexpr int kV = 4;
+  static constexpr bool kTail = true;
+  const float* __restrict__ x;
+  float* __restrict__ y;
+  __device__ void Vector(long long i) const {
+    float v[4];
+    kiln::LoadVec<float, 4>(x + i, v);
+    for (int j = 0; j < 4; ++j) v[j] = kiln::Silu(v[j]);
+    kiln::StoreVec<float, 4>(y + i, v);
+  }
+  __device__ void Scalar(long long i) const { y[i] = kiln::Silu(x[i]); }
+};
 extern "C" __global__ void use_pointwise(const float* x, long long* q, float* y, long long count) {
+  kiln::PointwiseKernel<Body>(Body{x, y}, count);
   for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
     const float a = x[i];
     y[i] = kiln::Gelu(a) + kiln::GeluTanh(a) + kiln::Silu(a) + kiln::Sigmoid(a) + kiln::Relu(a) +
@@ -47,22 +61,65 @@ extern "C" __global__ void use_pointwise(const float* x, long long* q, float* y,
   }
 })", "use_pointwise"},
       {"row_reduce.cuh", R"(
-extern "C" __global__ void __launch_bounds__(512) use_row(const float* x, float* y, void* scratch, long long rows) {
-  __shared__ float smem[64];
-  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-    float v[4] = {x[r * 2048 + threadIdx.x], 1.0f, 2.0f, 3.0f};
-    kiln::MaxSum ms = kiln::MaxSumAdd(kiln::MaxSumIdentity(), v[0]);
-    ms = kiln::MaxSumAddVec<4>(ms, v);
-    ms = kiln::MaxSumFinish(kiln::GroupReduceMaxSum<512, 512>(ms, smem));
-    if (threadIdx.x == 0) kiln::CombinePartials(scratch)[r] = ms.m + logf(ms.s);
+// A hand-written Body (what codegen/emit_row.cc generates): log-sum-exp of every row, x minus
+// it, and the sum of the row results over all rows; N = 2049 is not a multiple of the vector,
+// so rows have heads and tails. Instantiated cached with a warp per row, and streamed with
+// each row split over 4 blocks.
+struct Body {
+  static constexpr long long kN = 2049;
+  static constexpr int kV = 4;
+  static constexpr int kLevels = 1;
+  static constexpr unsigned kPassMask = 2u;
+  static constexpr int kCombines = 1;
+  static constexpr int kExchangeWords = 2;
+  const float* __restrict__ x;
+  float* __restrict__ y;
+  float* __restrict__ total;
+  struct Vec { float x0[4]; };
+  struct Row { float v0; };
+  struct Acc1 { kiln::MaxSum a0; };
+  template <int L> struct AccOf { using Type = typename kiln::SelectType<L, Acc1>::Type; };
+  __device__ void Load(long long r, long long c0, Vec& v) const { kiln::LoadVec<float, 4>(x + r * kN + c0, v.x0); }
+  __device__ void BeginRow(long long r, Row& row) const {}
+  __device__ void Init(Acc1& a) const { a.a0 = kiln::MaxSumIdentity(); }
+  __device__ void Merge(Acc1& a, const Acc1& b) const { a.a0 = kiln::MaxSumMerge(a.a0, b.a0); }
+  __device__ void Step(const Row& row, Acc1& a, const Vec& v, long long r, long long c0) const {
+    a.a0 = kiln::MaxSumAddVec<4>(a.a0, v.x0);
   }
-  if (kiln::LastBlockDone(scratch)) {
-    float total = kiln::CombineRows<kiln::Sum, 512>(kiln::CombinePartials(scratch), rows, 0, 1, smem);
-    if (threadIdx.x == 0) y[0] = total;
-    kiln::ResetCombineCounter(scratch);
+  __device__ void Step1(const Row& row, Acc1& a, long long r, long long c) const {
+    const float e[1] = {x[r * kN + c]};
+    a.a0 = kiln::MaxSumAddVec<1>(a.a0, e);
   }
-})", "use_row"},
-      {"col_reduce.cuh", R"(
+  __device__ void Finish(const Acc1& a, Row& row, long long r) const {
+    const kiln::MaxSum p = kiln::MaxSumFinish(a.a0);
+    row.v0 = p.m + logf(p.s);
+  }
+  __device__ void Store(const Row& row, const Vec& v, long long r, long long c0) const {
+    float o[4];
+    for (int j = 0; j < 4; ++j) o[j] = v.x0[j] - row.v0;
+    kiln::StoreVec<float, 4>(y + r * kN + c0, o);
+  }
+  __device__ void Store1(const Row& row, long long r, long long c) const { y[r * kN + c] = x[r * kN + c] - row.v0; }
+  __device__ void StoreRow(const Row& row, long long r) const {}
+  __device__ void Partials(const Row& row, float* p) const { p[0] = row.v0; }
+  template <int kBlock>
+  __device__ void Combined(const float* partials, long long rows, float* smem) const {
+    const float t = kiln::CombineRows<kiln::Sum, kBlock>(partials, rows, 0, 1, smem);
+    if (threadIdx.x == 0) total[0] = t;
+  }
+};
+extern "C" __global__ void __launch_bounds__(256) use_row(const float* x, float* y, float* total, void* scratch,
+                                                        long long rows) {
+  const Body body{x, y, total};
+  kiln::RowKernel<Body, kiln::RowShape<256, 32, 4, 17, 1, 1>>(body, rows, scratch);
+}
+extern "C" __global__ void __launch_bounds__(256) use_row_split(const float* x, float* y, float* total,
+                                                              void* scratch, long long rows) {
+  const Body body{x, y, total};
+  kiln::RowKernel<Body, kiln::RowShape<256, 256, 4, 0, 2, 4>>(body, rows, scratch);
+}
+)", "use_row"},
+      {"column_reduce.cuh", R"(
 extern "C" __global__ void use_col(const float* x, const long long* q, float* y, long long* z, long long count) {
   for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
     float acc = kiln::Sum::Identity();

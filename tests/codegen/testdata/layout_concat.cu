@@ -5,19 +5,29 @@
 #include "pointwise.cuh"
 #include "layout.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) kiln_layout_1bc3d1f59ea5673c(
+struct Body {
+  static constexpr int kV = 1;
+  static constexpr bool kTail = false;
+  const __half* __restrict__ in0;
+  const __half* __restrict__ in1;
+  __half* __restrict__ out0;
+  __device__ __forceinline__ void Scalar(long long i) const {
+    const long long i0 = (i / 9LL);
+    const long long i1 = ((i / 1LL) % 9LL);
+    const long long i2 = (i0 * 4LL + (kiln::ClampIndex(i1 - 0LL, 4LL)));
+    const float v0 = kiln::ToCompute(in0[i2]);
+    const long long i3 = (i0 * 5LL + (kiln::ClampIndex(i1 - 4LL, 5LL)));
+    const float v1 = kiln::ToCompute(in1[i3]);
+    const float v2 = (i1 < 4LL ? v0 : v1);  // y
+    out0[i] = kiln::FromCompute<__half>(v2);  // y
+  }
+};
+
+extern "C" __global__ void __launch_bounds__(256) kiln_layout_ebccb4204f8388c7(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0,
     long long count) {
-    for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
-      const long long i0 = (i / 9LL);
-      const long long i1 = ((i / 1LL) % 9LL);
-      const long long i2 = (i0 * 4LL + (kiln::ClampIndex(i1 - 0LL, 4LL)));
-      const float v0 = kiln::ToCompute(in0[i2]);
-      const long long i3 = (i0 * 5LL + (kiln::ClampIndex(i1 - 4LL, 5LL)));
-      const float v1 = kiln::ToCompute(in1[i3]);
-      const float v2 = (i1 < 4LL ? v0 : v1);  // y
-      out0[i] = kiln::FromCompute<__half>(v2);  // y
-    }
+  const Body body{in0, in1, out0};
+  kiln::PointwiseKernel<Body>(body, count);
 }

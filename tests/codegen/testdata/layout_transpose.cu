@@ -5,14 +5,23 @@
 #include "pointwise.cuh"
 #include "layout.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) kiln_layout_948af14ab7ceba97(
+struct Body {
+  static constexpr int kV = 1;
+  static constexpr bool kTail = false;
+  const float* __restrict__ in0;
+  float* __restrict__ out0;
+  __device__ __forceinline__ void Scalar(long long i) const {
+    const long long i0 = ((i / 24LL) + ((i / 6LL) % 4LL) * 48LL + (i % 6LL) * 8LL);
+    const float v0 = kiln::ToCompute(in0[i0]);
+    const float v1 = v0;  // y
+    out0[i] = kiln::FromCompute<float>(v1);  // y
+  }
+};
+
+extern "C" __global__ void __launch_bounds__(256) kiln_layout_14b42b09b4721ae5(
     const float* __restrict__ in0,
     float* __restrict__ out0,
     long long count) {
-    for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
-      const long long i0 = ((i / 24LL) + ((i / 6LL) % 4LL) * 48LL + (i % 6LL) * 8LL);
-      const float v0 = kiln::ToCompute(in0[i0]);
-      const float v1 = v0;  // y
-      out0[i] = kiln::FromCompute<float>(v1);  // y
-    }
+  const Body body{in0, out0};
+  kiln::PointwiseKernel<Body>(body, count);
 }

@@ -13,124 +13,132 @@
 #include "kiln_types.cuh"
 #include "pointwise.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) kiln_pw_ed7e72b57c3a90b7(
+struct Body {
+  static constexpr int kV = 8;
+  static constexpr bool kTail = false;
+  const __nv_bfloat16* __restrict__ in0;
+  const __nv_bfloat16* __restrict__ in1;
+  __nv_bfloat16* __restrict__ out0;
+  __device__ __forceinline__ void Vector(long long i) const {
+    float x0[8];
+    kiln::LoadVec<__nv_bfloat16, 8>(in0 + i, x0);
+    const long long i0 = (i % 64LL);
+    float x1[8];
+    kiln::LoadVec<__nv_bfloat16, 8>(in1 + i0, x1);
+    float y0[8];
+    const float v0 = x0[0];
+    const float v1 = x1[0];
+    const float v2 = (v0 + v1);  // t
+    const float v3 = (v2 * 0x1p-1f);  // y.mul.4
+    const float v4 = (v2 * v2);  // y.mul
+    const float v5 = (v4 * v2);  // y.mul.1
+    const float v6 = (v5 * 0x1.6ep-5f);  // y.mul.2
+    const float v7 = (v2 + v6);  // y.add
+    const float v8 = (v7 * 0x1.98p-1f);  // y.mul.3
+    const float v9 = tanhf(v8);  // y.tanh
+    const float v10 = (v9 + 0x1p+0f);  // y.add.1
+    const float v11 = (v3 * v10);  // y
+    y0[0] = v11;
+    const float v12 = x0[1];
+    const float v13 = x1[1];
+    const float v14 = (v12 + v13);  // t
+    const float v15 = (v14 * 0x1p-1f);  // y.mul.4
+    const float v16 = (v14 * v14);  // y.mul
+    const float v17 = (v16 * v14);  // y.mul.1
+    const float v18 = (v17 * 0x1.6ep-5f);  // y.mul.2
+    const float v19 = (v14 + v18);  // y.add
+    const float v20 = (v19 * 0x1.98p-1f);  // y.mul.3
+    const float v21 = tanhf(v20);  // y.tanh
+    const float v22 = (v21 + 0x1p+0f);  // y.add.1
+    const float v23 = (v15 * v22);  // y
+    y0[1] = v23;
+    const float v24 = x0[2];
+    const float v25 = x1[2];
+    const float v26 = (v24 + v25);  // t
+    const float v27 = (v26 * 0x1p-1f);  // y.mul.4
+    const float v28 = (v26 * v26);  // y.mul
+    const float v29 = (v28 * v26);  // y.mul.1
+    const float v30 = (v29 * 0x1.6ep-5f);  // y.mul.2
+    const float v31 = (v26 + v30);  // y.add
+    const float v32 = (v31 * 0x1.98p-1f);  // y.mul.3
+    const float v33 = tanhf(v32);  // y.tanh
+    const float v34 = (v33 + 0x1p+0f);  // y.add.1
+    const float v35 = (v27 * v34);  // y
+    y0[2] = v35;
+    const float v36 = x0[3];
+    const float v37 = x1[3];
+    const float v38 = (v36 + v37);  // t
+    const float v39 = (v38 * 0x1p-1f);  // y.mul.4
+    const float v40 = (v38 * v38);  // y.mul
+    const float v41 = (v40 * v38);  // y.mul.1
+    const float v42 = (v41 * 0x1.6ep-5f);  // y.mul.2
+    const float v43 = (v38 + v42);  // y.add
+    const float v44 = (v43 * 0x1.98p-1f);  // y.mul.3
+    const float v45 = tanhf(v44);  // y.tanh
+    const float v46 = (v45 + 0x1p+0f);  // y.add.1
+    const float v47 = (v39 * v46);  // y
+    y0[3] = v47;
+    const float v48 = x0[4];
+    const float v49 = x1[4];
+    const float v50 = (v48 + v49);  // t
+    const float v51 = (v50 * 0x1p-1f);  // y.mul.4
+    const float v52 = (v50 * v50);  // y.mul
+    const float v53 = (v52 * v50);  // y.mul.1
+    const float v54 = (v53 * 0x1.6ep-5f);  // y.mul.2
+    const float v55 = (v50 + v54);  // y.add
+    const float v56 = (v55 * 0x1.98p-1f);  // y.mul.3
+    const float v57 = tanhf(v56);  // y.tanh
+    const float v58 = (v57 + 0x1p+0f);  // y.add.1
+    const float v59 = (v51 * v58);  // y
+    y0[4] = v59;
+    const float v60 = x0[5];
+    const float v61 = x1[5];
+    const float v62 = (v60 + v61);  // t
+    const float v63 = (v62 * 0x1p-1f);  // y.mul.4
+    const float v64 = (v62 * v62);  // y.mul
+    const float v65 = (v64 * v62);  // y.mul.1
+    const float v66 = (v65 * 0x1.6ep-5f);  // y.mul.2
+    const float v67 = (v62 + v66);  // y.add
+    const float v68 = (v67 * 0x1.98p-1f);  // y.mul.3
+    const float v69 = tanhf(v68);  // y.tanh
+    const float v70 = (v69 + 0x1p+0f);  // y.add.1
+    const float v71 = (v63 * v70);  // y
+    y0[5] = v71;
+    const float v72 = x0[6];
+    const float v73 = x1[6];
+    const float v74 = (v72 + v73);  // t
+    const float v75 = (v74 * 0x1p-1f);  // y.mul.4
+    const float v76 = (v74 * v74);  // y.mul
+    const float v77 = (v76 * v74);  // y.mul.1
+    const float v78 = (v77 * 0x1.6ep-5f);  // y.mul.2
+    const float v79 = (v74 + v78);  // y.add
+    const float v80 = (v79 * 0x1.98p-1f);  // y.mul.3
+    const float v81 = tanhf(v80);  // y.tanh
+    const float v82 = (v81 + 0x1p+0f);  // y.add.1
+    const float v83 = (v75 * v82);  // y
+    y0[6] = v83;
+    const float v84 = x0[7];
+    const float v85 = x1[7];
+    const float v86 = (v84 + v85);  // t
+    const float v87 = (v86 * 0x1p-1f);  // y.mul.4
+    const float v88 = (v86 * v86);  // y.mul
+    const float v89 = (v88 * v86);  // y.mul.1
+    const float v90 = (v89 * 0x1.6ep-5f);  // y.mul.2
+    const float v91 = (v86 + v90);  // y.add
+    const float v92 = (v91 * 0x1.98p-1f);  // y.mul.3
+    const float v93 = tanhf(v92);  // y.tanh
+    const float v94 = (v93 + 0x1p+0f);  // y.add.1
+    const float v95 = (v87 * v94);  // y
+    y0[7] = v95;
+    kiln::StoreVec<__nv_bfloat16, 8>(out0 + i, y0);
+  }
+};
+
+extern "C" __global__ void __launch_bounds__(256) kiln_pw_f07a14ac6dbd19b6(
     const __nv_bfloat16* __restrict__ in0,
     const __nv_bfloat16* __restrict__ in1,
     __nv_bfloat16* __restrict__ out0,
     long long count) {
-    const long long n_vec = count / 8LL;  // count is a multiple of 8 (the innermost extent is)
-    for (long long vi = kiln::GlobalThreadIndex(); vi < n_vec; vi += kiln::GridStride()) {
-      const long long i = vi * 8LL;  // first element of this vector
-      float x0[8];
-      kiln::LoadVec<__nv_bfloat16, 8>(in0 + i, x0);
-      const long long i0 = (i % 64LL);
-      float x1[8];
-      kiln::LoadVec<__nv_bfloat16, 8>(in1 + i0, x1);
-      float y0[8];
-      const float v0 = x0[0];
-      const float v1 = x1[0];
-      const float v2 = (v0 + v1);  // t
-      const float v3 = (v2 * 0x1p-1f);  // y.mul.4
-      const float v4 = (v2 * v2);  // y.mul
-      const float v5 = (v4 * v2);  // y.mul.1
-      const float v6 = (v5 * 0x1.6ep-5f);  // y.mul.2
-      const float v7 = (v2 + v6);  // y.add
-      const float v8 = (v7 * 0x1.98p-1f);  // y.mul.3
-      const float v9 = tanhf(v8);  // y.tanh
-      const float v10 = (v9 + 0x1p+0f);  // y.add.1
-      const float v11 = (v3 * v10);  // y
-      y0[0] = v11;
-      const float v12 = x0[1];
-      const float v13 = x1[1];
-      const float v14 = (v12 + v13);  // t
-      const float v15 = (v14 * 0x1p-1f);  // y.mul.4
-      const float v16 = (v14 * v14);  // y.mul
-      const float v17 = (v16 * v14);  // y.mul.1
-      const float v18 = (v17 * 0x1.6ep-5f);  // y.mul.2
-      const float v19 = (v14 + v18);  // y.add
-      const float v20 = (v19 * 0x1.98p-1f);  // y.mul.3
-      const float v21 = tanhf(v20);  // y.tanh
-      const float v22 = (v21 + 0x1p+0f);  // y.add.1
-      const float v23 = (v15 * v22);  // y
-      y0[1] = v23;
-      const float v24 = x0[2];
-      const float v25 = x1[2];
-      const float v26 = (v24 + v25);  // t
-      const float v27 = (v26 * 0x1p-1f);  // y.mul.4
-      const float v28 = (v26 * v26);  // y.mul
-      const float v29 = (v28 * v26);  // y.mul.1
-      const float v30 = (v29 * 0x1.6ep-5f);  // y.mul.2
-      const float v31 = (v26 + v30);  // y.add
-      const float v32 = (v31 * 0x1.98p-1f);  // y.mul.3
-      const float v33 = tanhf(v32);  // y.tanh
-      const float v34 = (v33 + 0x1p+0f);  // y.add.1
-      const float v35 = (v27 * v34);  // y
-      y0[2] = v35;
-      const float v36 = x0[3];
-      const float v37 = x1[3];
-      const float v38 = (v36 + v37);  // t
-      const float v39 = (v38 * 0x1p-1f);  // y.mul.4
-      const float v40 = (v38 * v38);  // y.mul
-      const float v41 = (v40 * v38);  // y.mul.1
-      const float v42 = (v41 * 0x1.6ep-5f);  // y.mul.2
-      const float v43 = (v38 + v42);  // y.add
-      const float v44 = (v43 * 0x1.98p-1f);  // y.mul.3
-      const float v45 = tanhf(v44);  // y.tanh
-      const float v46 = (v45 + 0x1p+0f);  // y.add.1
-      const float v47 = (v39 * v46);  // y
-      y0[3] = v47;
-      const float v48 = x0[4];
-      const float v49 = x1[4];
-      const float v50 = (v48 + v49);  // t
-      const float v51 = (v50 * 0x1p-1f);  // y.mul.4
-      const float v52 = (v50 * v50);  // y.mul
-      const float v53 = (v52 * v50);  // y.mul.1
-      const float v54 = (v53 * 0x1.6ep-5f);  // y.mul.2
-      const float v55 = (v50 + v54);  // y.add
-      const float v56 = (v55 * 0x1.98p-1f);  // y.mul.3
-      const float v57 = tanhf(v56);  // y.tanh
-      const float v58 = (v57 + 0x1p+0f);  // y.add.1
-      const float v59 = (v51 * v58);  // y
-      y0[4] = v59;
-      const float v60 = x0[5];
-      const float v61 = x1[5];
-      const float v62 = (v60 + v61);  // t
-      const float v63 = (v62 * 0x1p-1f);  // y.mul.4
-      const float v64 = (v62 * v62);  // y.mul
-      const float v65 = (v64 * v62);  // y.mul.1
-      const float v66 = (v65 * 0x1.6ep-5f);  // y.mul.2
-      const float v67 = (v62 + v66);  // y.add
-      const float v68 = (v67 * 0x1.98p-1f);  // y.mul.3
-      const float v69 = tanhf(v68);  // y.tanh
-      const float v70 = (v69 + 0x1p+0f);  // y.add.1
-      const float v71 = (v63 * v70);  // y
-      y0[5] = v71;
-      const float v72 = x0[6];
-      const float v73 = x1[6];
-      const float v74 = (v72 + v73);  // t
-      const float v75 = (v74 * 0x1p-1f);  // y.mul.4
-      const float v76 = (v74 * v74);  // y.mul
-      const float v77 = (v76 * v74);  // y.mul.1
-      const float v78 = (v77 * 0x1.6ep-5f);  // y.mul.2
-      const float v79 = (v74 + v78);  // y.add
-      const float v80 = (v79 * 0x1.98p-1f);  // y.mul.3
-      const float v81 = tanhf(v80);  // y.tanh
-      const float v82 = (v81 + 0x1p+0f);  // y.add.1
-      const float v83 = (v75 * v82);  // y
-      y0[6] = v83;
-      const float v84 = x0[7];
-      const float v85 = x1[7];
-      const float v86 = (v84 + v85);  // t
-      const float v87 = (v86 * 0x1p-1f);  // y.mul.4
-      const float v88 = (v86 * v86);  // y.mul
-      const float v89 = (v88 * v86);  // y.mul.1
-      const float v90 = (v89 * 0x1.6ep-5f);  // y.mul.2
-      const float v91 = (v86 + v90);  // y.add
-      const float v92 = (v91 * 0x1.98p-1f);  // y.mul.3
-      const float v93 = tanhf(v92);  // y.tanh
-      const float v94 = (v93 + 0x1p+0f);  // y.add.1
-      const float v95 = (v87 * v94);  // y
-      y0[7] = v95;
-      kiln::StoreVec<__nv_bfloat16, 8>(out0 + i, y0);
-    }
+  const Body body{in0, in1, out0};
+  kiln::PointwiseKernel<Body>(body, count);
 }

@@ -7,18 +7,28 @@
 #include "pointwise.cuh"
 #include "kiln_philox.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) kiln_pw_ee00eaee92e5b2df(
+struct Body {
+  static constexpr int kV = 1;
+  static constexpr bool kTail = false;
+  const __nv_bfloat16* __restrict__ in0;
+  const float* __restrict__ in1;
+  float* __restrict__ out0;
+  __device__ __forceinline__ void Scalar(long long i) const {
+    const float v0 = kiln::ToCompute(in0[i]);
+    const float v1 = kiln::DropoutApply(v0, kiln::DropoutKeep(7ULL, 3ULL, static_cast<unsigned long long>(i), 1073741824u, false, false), 0x1.555556p+0f);  // d
+    const float v2 = v1;  // f
+    const long long i0 = (i % 7LL);
+    const float v3 = kiln::ToCompute(in1[i0]);
+    const float v4 = (v2 + v3);  // y
+    out0[i] = kiln::FromCompute<float>(v4);  // y
+  }
+};
+
+extern "C" __global__ void __launch_bounds__(256) kiln_pw_fb1c9382dd31fd27(
     const __nv_bfloat16* __restrict__ in0,
     const float* __restrict__ in1,
     float* __restrict__ out0,
     long long count) {
-    for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
-      const float v0 = kiln::ToCompute(in0[i]);
-      const float v1 = kiln::DropoutApply(v0, kiln::DropoutKeep(7ULL, 3ULL, static_cast<unsigned long long>(i), 1073741824u, false, false), 0x1.555556p+0f);  // d
-      const float v2 = v1;  // f
-      const long long i0 = (i % 7LL);
-      const float v3 = kiln::ToCompute(in1[i0]);
-      const float v4 = (v2 + v3);  // y
-      out0[i] = kiln::FromCompute<float>(v4);  // y
-    }
+  const Body body{in0, in1, out0};
+  kiln::PointwiseKernel<Body>(body, count);
 }

@@ -6,21 +6,31 @@
 #include "pointwise.cuh"
 #include "layout.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) kiln_pw_b6e5fa2e69627130(
+struct Body {
+  static constexpr int kV = 1;
+  static constexpr bool kTail = false;
+  const float* __restrict__ in0;
+  const long long* __restrict__ in1;
+  float* __restrict__ out0;
+  __device__ __forceinline__ void Scalar(long long i) const {
+    const long long i0 = (i / 24LL);
+    const long long i1 = ((i / 8LL) % 3LL);
+    const long long i2 = (i % 8LL);
+    const long long v0 = kiln::ToCompute(in1[i1]);
+    const long long i3 = kiln::GatherIndex(v0, 10LL);
+    const long long i4 = (i0 * 80LL + i3 * 8LL + i2);
+    const float v1 = kiln::ToCompute(in0[i4]);
+    const float v2 = v1;  // g
+    const float v3 = kiln::Relu(v2);  // y
+    out0[i] = kiln::FromCompute<float>(v3);  // y
+  }
+};
+
+extern "C" __global__ void __launch_bounds__(256) kiln_pw_719e9883ccfcb58c(
     const float* __restrict__ in0,
     const long long* __restrict__ in1,
     float* __restrict__ out0,
     long long count) {
-    for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
-      const long long i0 = (i / 24LL);
-      const long long i1 = ((i / 8LL) % 3LL);
-      const long long i2 = (i % 8LL);
-      const long long v0 = kiln::ToCompute(in1[i1]);
-      const long long i3 = kiln::GatherIndex(v0, 10LL);
-      const long long i4 = (i0 * 80LL + i3 * 8LL + i2);
-      const float v1 = kiln::ToCompute(in0[i4]);
-      const float v2 = v1;  // g
-      const float v3 = kiln::Relu(v2);  // y
-      out0[i] = kiln::FromCompute<float>(v3);  // y
-    }
+  const Body body{in0, in1, out0};
+  kiln::PointwiseKernel<Body>(body, count);
 }

@@ -6,15 +6,24 @@
 #include "pointwise.cuh"
 #include "layout.cuh"
 
-extern "C" __global__ void __launch_bounds__(256) kiln_pw_066133d123469255(
+struct Body {
+  static constexpr int kV = 1;
+  static constexpr bool kTail = false;
+  const __half* __restrict__ in0;
+  __half* __restrict__ out0;
+  __device__ __forceinline__ void Scalar(long long i) const {
+    const long long i0 = ((i / 4LL) * 9LL + (i % 4LL) * 2LL + 1LL);
+    const float v0 = kiln::ToCompute(in0[i0]);
+    const float v1 = v0;  // s
+    const float v2 = (-v1);  // y
+    out0[i] = kiln::FromCompute<__half>(v2);  // y
+  }
+};
+
+extern "C" __global__ void __launch_bounds__(256) kiln_pw_0a91518590b35789(
     const __half* __restrict__ in0,
     __half* __restrict__ out0,
     long long count) {
-    for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
-      const long long i0 = ((i / 4LL) * 9LL + (i % 4LL) * 2LL + 1LL);
-      const float v0 = kiln::ToCompute(in0[i0]);
-      const float v1 = v0;  // s
-      const float v2 = (-v1);  // y
-      out0[i] = kiln::FromCompute<__half>(v2);  // y
-    }
+  const Body body{in0, out0};
+  kiln::PointwiseKernel<Body>(body, count);
 }

@@ -1,4 +1,4 @@
-#include "tools/dump_report.h"
+#include "api/fusion_report.h"
 
 #include <algorithm>
 #include <fstream>
@@ -12,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "ir/base/status.h"
+#include "passes/fusion/reduce_placement.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 namespace {
@@ -37,7 +39,7 @@ RunTimeEstimate OneKernelPerOp(const Analysis& a, const Region& region) {
   RunTimeEstimate sum;
   std::vector<Node*> order = a.graph->PostOrder();
   for (Node* n : region.nodes) {
-    RunTimeEstimate e = EstimateRunTime(DescribeRegion(-1, {n}, *a.graph, order), a.plan.device);
+    RunTimeEstimate e = EstimateRunTime(DescribeRegion(-1, {n}, *a.graph, order, a.plan.device), a.plan.device);
     sum.bytes_read += e.bytes_read;
     sum.bytes_written += e.bytes_written;
     sum.total_us += e.total_us;
@@ -88,11 +90,11 @@ std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
     const Region& r = plan.regions[i];
     const RunTimeEstimate& e = plan.estimates[i];
     RunTimeEstimate unfused = OneKernelPerOp(a, r);
-    std::string space = r.kind == RegionKind::kRowReduction
-                            ? absl::StrFormat(" [%d rows x %d]", r.rows, r.row_length)
-                            : absl::StrCat(" ", ShapeToString(r.space));
+    std::string space = r.kind == RegionKind::kRowReduction ? absl::StrFormat(" [%d rows x %d]", r.rows(), r.row_length())
+                        : r.reduce ? absl::StrCat(" ", ShapeToString(r.space), " as ", r.reduce->space.ToString())
+                                   : absl::StrCat(" ", ShapeToString(r.space));
     absl::StrAppendFormat(&out, "region %d  %s%s  template %s\n", r.id, RegionKindName(r.kind), space,
-                          RegionTemplate(r.kind));
+                          KindInfo(r.kind).runs_as);
     std::vector<std::string> ops;
     for (const Node* n : r.nodes) ops.push_back(absl::StrCat(n->name(), "=", OpName(n->op())));
     absl::StrAppend(&out, "  ops (", r.nodes.size(), "): ", absl::StrJoin(ops, " "), "\n");
@@ -275,6 +277,22 @@ std::string FusionDot(const Analysis& a) {
     }
   }
   out += "}\n";
+  return out;
+}
+
+std::string GeneratedCodeReport(const Analysis& analysis) {
+  std::vector<RegionSource> sources = KernelSources(analysis);
+  std::string out;
+  for (const Region& r : analysis.plan.regions) {
+    absl::StrAppend(&out, "\n==== region ", r.id, " ", RegionKindName(r.kind), ": ");
+    auto rs = std::find_if(sources.begin(), sources.end(), [&](const RegionSource& s) { return s.region == r.id; });
+    if (rs != sources.end()) {
+      absl::StrAppend(&out, rs->error.empty() ? absl::StrCat(rs->kernel, " (", rs->params, ")\n", rs->source)
+                                              : absl::StrCat("codegen failed: ", rs->error, "\n"));
+    } else {
+      absl::StrAppend(&out, "runs as ", KindInfo(r.kind).runs_as, " (no generated kernel)\n");
+    }
+  }
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Renders an Analysis for people: the fusion report (`kiln dump`), the answer to
-// `--why NODE`, and Graphviz (`--format dot`).
-#ifndef KILN_TOOLS_DUMP_REPORT_H_
-#define KILN_TOOLS_DUMP_REPORT_H_
+// `--why NODE`, Graphviz (`--format dot`) and every kernel's generated source (`--code`).
+// Part of the API so that the tools print reports without reaching into the plan.
+#ifndef KILN_API_FUSION_REPORT_H_
+#define KILN_API_FUSION_REPORT_H_
 
 #include <map>
 #include <string>
@@ -28,7 +29,10 @@ std::string FusionReport(const Analysis& analysis, const MeasuredTimes* measured
 absl::StatusOr<std::string> WhyReport(const Analysis& analysis, const std::string& node);
 // One cluster per region, one box per op, the graph's edges.
 std::string FusionDot(const Analysis& analysis);
+// Each region's generated CUDA source (DefaultParams on the plan's device; KernelSources), or
+// what runs instead (a cuBLASLt call, an alias).
+std::string GeneratedCodeReport(const Analysis& analysis);
 
 }  // namespace kiln
 
-#endif  // KILN_TOOLS_DUMP_REPORT_H_
+#endif  // KILN_API_FUSION_REPORT_H_

@@ -1,0 +1,82 @@
+// The reduction kinds: row_reduction (templates/row_reduce.cuh) and column_reduction
+// (column_reduce.cuh). Both are analysed by PlaceReduction (reduce_placement.h); a merge is
+// legal exactly when the merged region can be placed in one space.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "passes/cost/row_fit.h"
+#include "passes/fusion/kinds.h"
+#include "passes/fusion/reduce_placement.h"
+
+namespace kiln::kinds {
+
+void AnalyzeReduction(Region& region, const DeviceSpec& device) {
+  absl::StatusOr<ReducePlacement> placement = PlaceReduction(region, device);
+  if (placement.ok()) {
+    region.reduce = std::make_shared<const ReducePlacement>(std::move(*placement));
+    return;
+  }
+  const std::string message(placement.status().message());
+  const size_t colon = message.find(": ");
+  region.placed = FusionDecision::Forbid(message.substr(0, colon), message.substr(colon + 2));
+}
+
+// A merge candidate the kernels cannot run (legality refuses it) still gets a price for the
+// ledger: its traffic at the copy bandwidth.
+RunTimeEstimate PriceUnplaced(const Region& region, const DeviceSpec& device) {
+  RunTimeEstimate e = TrafficAndWork(region);
+  FinishEstimate(device, device.f32_flops_per_us, device.dram_bytes_per_us, 1, e);
+  return e;
+}
+
+FusionDecision RowLegal(const Region& p, const Region& c, const Region& merged) {
+  if (!merged.placed) return merged.placed;
+  return FusionDecision::Allow("row-reduction", "prologue/epilogue in the row kernel's row space");
+}
+
+// Until the column template runs several levels, a column region holds one reduction.
+FusionDecision ColumnLegal(const Region& p, const Region& c, const Region& merged) {
+  if (!merged.placed) return merged.placed;
+  const int reductions = static_cast<int>(std::count_if(merged.nodes.begin(), merged.nodes.end(), IsReduction));
+  if (reductions > 1) {
+    return FusionDecision::Forbid("column-reduction",
+                                  "a column reduction fuses with pointwise work only, not another reduction");
+  }
+  return FusionDecision::Allow("column-reduction", "pointwise prologue/epilogue of a column reduction");
+}
+
+// As the row kernel runs it (row_fit.h): on chip, or streamed with every extra pass
+// re-reading the row-shaped inputs; a warp per row up to 1024 elements (8 rows a block), a
+// block per row beyond, `split` blocks per row for few long rows.
+RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
+  RunTimeEstimate e = TrafficAndWork(region);
+  if (!region.reduce) return PriceUnplaced(region, device);
+  const ReducePlacement& placement = *region.reduce;
+  const RowFit& fit = placement.fit;
+  e.row_on_chip = fit.on_chip;
+  e.passes = fit.passes;
+  e.row_fit = fit.reason;
+  for (const Node* in : region.inputs) {
+    if (IsCachedRowInput(placement, in)) e.bytes_read += (e.passes - 1) * in->num_bytes();
+  }
+  const int64_t rows = placement.space.outer;
+  e.blocks = fit.split > 1 ? rows * fit.split : placement.space.reduced <= 1024 ? (rows + 7) / 8 : rows;
+  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks), 1, e);
+  if (fit.split > 1) {  // the blocks of a row wait for each other once per level
+    e.launch_us += placement.levels * device.grid_sync_us;
+    e.total_us += placement.levels * device.grid_sync_us;
+  }
+  return e;
+}
+
+// The column kernel: one thread per output folding its column serially.
+RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
+  RunTimeEstimate e = TrafficAndWork(region);
+  if (!region.reduce) return PriceUnplaced(region, device);
+  const ReduceSpace& s = region.reduce->space;
+  e.blocks = (s.outer * s.inner + 255) / 256;
+  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks), 1, e);
+  return e;
+}
+
+}  // namespace kiln::kinds

@@ -1,0 +1,35 @@
+// The analysis of a matmul region: the matmul, the tensors cuBLASLt reads for its operands (a
+// transpose of the last two axes folded into the operand op), and the epilogue: at most one
+// bias add (a vector [N] or [1, .., 1, N] broadcast over every row: EPILOGUE_BIAS) and one
+// residual add (a tensor of the output's shape: C with beta = 1). Legality, the cost model and
+// runtime/jit's lowering all read this one description.
+#ifndef KILN_PASSES_FUSION_MATMUL_EPILOGUE_H_
+#define KILN_PASSES_FUSION_MATMUL_EPILOGUE_H_
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "passes/fusion/region.h"
+#include "passes/rewrite_util.h"  // SwapsLastTwoAxes
+
+namespace kiln {
+
+struct MatmulEpilogue {
+  const Node* matmul = nullptr;
+  const Node* a = nullptr;         // the tensor cuBLASLt reads as A (the transpose's input when folded)
+  const Node* b = nullptr;
+  bool trans_a = false, trans_b = false;
+  const Node* bias = nullptr;      // [N] / [1, .., 1, N], or nullptr
+  const Node* residual = nullptr;  // the output's shape, or nullptr
+  const Node* output = nullptr;    // the one tensor the region writes
+};
+
+// A bias cuBLASLt's EPILOGUE_BIAS can add to a matmul output `out`: [N], or [1, .., 1, N],
+// with N the output's last extent (broadcast over every row). A column vector [M, 1] is not one.
+bool IsRowBias(const Shape& bias, const Shape& out);
+
+// Analyses a region holding one matmul; the error says which rule the region breaks.
+absl::StatusOr<MatmulEpilogue> AnalyzeMatmul(const Region& region);
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_FUSION_MATMUL_EPILOGUE_H_

@@ -1,0 +1,484 @@
+#include "passes/fusion/reduce_placement.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/base/status.h"
+
+namespace kiln {
+namespace {
+
+using Cut = std::pair<int, int>;
+
+int64_t Product(const Shape& s, int begin, int end) {
+  int64_t p = 1;
+  for (int d = begin; d < end; ++d) p *= s[d];
+  return p;
+}
+
+// Why a region cannot be placed: the legality rule ("row-space", "row-layout") and a sentence.
+absl::Status Unplaceable(const std::string& why, const char* rule = "reduce-space") {
+  return absl::FailedPreconditionError(absl::StrCat(rule, ": ", why));
+}
+
+// A part of a tensor lines up with a group of the space when it has the group's extent (any
+// factorisation), extent 1, or is a numpy broadcast of the group's axes (right-aligned).
+bool FitsGroup(const Shape& part, const Shape& group) {
+  const int64_t p = NumElements(part), g = NumElements(group);
+  if (p == g || p == 1) return true;
+  Shape trimmed = part;
+  while (!trimmed.empty() && trimmed.front() == 1) trimmed.erase(trimmed.begin());
+  if (trimmed.size() > group.size()) return false;
+  const size_t lead = group.size() - trimmed.size();
+  for (size_t d = 0; d < trimmed.size(); ++d) {
+    if (trimmed[d] != 1 && trimmed[d] != group[lead + d]) return false;
+  }
+  return true;
+}
+
+// The position in `to` where the prefix product equals `prefix` (the first such), or -1.
+int CutWithPrefix(const Shape& to, int64_t prefix) {
+  int64_t p = 1;
+  for (int k = 0; k <= static_cast<int>(to.size()); ++k) {
+    if (p == prefix) return k;
+    if (k < static_cast<int>(to.size())) p *= to[k];
+  }
+  return -1;
+}
+
+std::vector<int64_t> SortedAxes(const Node* reduction) {
+  const int64_t rank = reduction->operand(0)->shape().size();
+  std::vector<int64_t> axes = reduction->attrs().GetInts("axes");
+  if (axes.empty()) {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+class Placer {
+ public:
+  Placer(const Region& region, ReducePlacement& out) : r_(region), out_(out) {
+    members_.insert(region.nodes.begin(), region.nodes.end());
+  }
+
+  absl::Status Run();
+
+ private:
+  bool Member(const Node* n) const { return members_.count(n) > 0; }
+  absl::Status ChooseSpace();
+  absl::Status Propagate();
+  std::optional<Cut> Forward(const Node* n, absl::Status* error);
+  std::optional<Cut> FromUser(const Node* o, const Node* user, const Cut& user_cut);
+  absl::Status Set(const Node* n, Cut c);
+  bool Agree(const Node* n, const Cut& a, const Cut& b) const;
+  absl::Status Validate();
+  absl::Status Levels();
+  void FindOnlinePairs();
+  void FindPicks();
+  const Node* SkipViews(const Node* n) const;
+
+  const Region& r_;
+  ReducePlacement& out_;
+  std::set<const Node*> members_;
+  std::map<const Node*, Cut> cut_;
+  const Node* source_ = nullptr;  // the reduction that defines the space
+};
+
+absl::Status Placer::ChooseSpace() {
+  for (const Node* n : r_.nodes) {
+    if (!IsReduction(n)) continue;
+    if (source_ == nullptr || n->operand(0)->num_elements() > source_->operand(0)->num_elements()) source_ = n;
+  }
+  if (source_ == nullptr) return Unplaceable("a reduction region without a reduction");
+  KILN_ASSIGN_OR_RETURN(out_.space, SpaceOf(source_));
+  return Set(source_->operand(0), {out_.space.begin, out_.space.end});
+}
+
+absl::Status Placer::Set(const Node* n, Cut c) {
+  auto [it, inserted] = cut_.emplace(n, c);
+  if (inserted || Agree(n, it->second, c)) return absl::OkStatus();
+  return Unplaceable(absl::StrCat(n->name(), " ", ShapeToString(n->shape()), " lines up with the space ",
+                                  out_.space.ToString(), " in two ways"));
+}
+
+// Two cuts of `n` agree when the axes between them have extent 1.
+bool Placer::Agree(const Node* n, const Cut& a, const Cut& b) const {
+  const Shape& s = n->shape();
+  return Product(s, std::min(a.first, b.first), std::max(a.first, b.first)) == 1 &&
+         Product(s, std::min(a.second, b.second), std::max(a.second, b.second)) == 1;
+}
+
+// The cut of member `n` from its operands' cuts, if any is known.
+std::optional<Cut> Placer::Forward(const Node* n, absl::Status* error) {
+  const Shape& s = n->shape();
+  if (IsReduction(n)) {
+    auto it = cut_.find(n->operand(0));
+    if (it == cut_.end()) return std::nullopt;
+    const Node* x = n->operand(0);
+    const Shape& xs = x->shape();
+    const auto [a, b] = it->second;
+    const std::vector<int64_t> axes = SortedAxes(n);
+    std::set<int64_t> reduced(axes.begin(), axes.end());
+    bool space_reduction = true;
+    for (int d = 0; d < static_cast<int>(xs.size()); ++d) {
+      if (xs[d] != 1 && (d >= a && d < b) != (reduced.count(d) > 0)) space_reduction = false;
+    }
+    if (!space_reduction && n->num_elements() != 1) {
+      *error = Unplaceable(absl::StrCat("reduction ", n->name(), " over axes [", absl::StrJoin(axes, ","), "] of ",
+                                        ShapeToString(xs), " does not reduce the reduced axes of the space ",
+                                        out_.space.ToString()));
+      return std::nullopt;
+    }
+    if (!space_reduction) return Cut{0, 0};
+    const bool keep = n->attrs().GetBool("keep_dims");
+    int c0 = 0, c1 = 0;
+    for (int d = 0; d < static_cast<int>(xs.size()); ++d) {
+      const bool kept = keep || !reduced.count(d);
+      if (kept && d < a) ++c0;
+      if (kept && d < b) ++c1;
+    }
+    return Cut{c0, c1};
+  }
+  if (n->op() == OpKind::kReshape) {
+    auto it = cut_.find(n->operand(0));
+    if (it == cut_.end()) return std::nullopt;
+    const Shape& xs = n->operand(0)->shape();
+    const int c0 = CutWithPrefix(s, Product(xs, 0, it->second.first));
+    const int c1 = CutWithPrefix(s, Product(xs, 0, it->second.second));
+    if (c0 < 0 || c1 < 0) {
+      *error = Unplaceable(absl::StrCat("reshape ", n->name(), " of ", ShapeToString(xs), " to ", ShapeToString(s),
+                                        " mixes axes of different groups of the space ", out_.space.ToString()));
+      return std::nullopt;
+    }
+    return Cut{c0, std::max(c0, c1)};
+  }
+  // Pointwise, random, broadcast_to: numpy right-alignment. The placed operand of the highest
+  // rank gives the cut (a lower-rank one says nothing about the axes it lacks); every other
+  // placed operand must agree with it on the axes it has.
+  std::optional<Cut> result;
+  int from_rank = -1;
+  for (const Node* o : n->operands()) {
+    auto it = cut_.find(o);
+    if (it == cut_.end() || static_cast<int>(o->shape().size()) <= from_rank) continue;
+    const int shift = static_cast<int>(s.size()) - static_cast<int>(o->shape().size());
+    result = Cut{it->second.first + shift, it->second.second + shift};
+    from_rank = static_cast<int>(o->shape().size());
+  }
+  if (!result) return result;
+  for (const Node* o : n->operands()) {
+    auto it = cut_.find(o);
+    if (it == cut_.end()) continue;
+    const int shift = static_cast<int>(s.size()) - static_cast<int>(o->shape().size());
+    const Cut down{std::max(0, result->first - shift), std::max(0, result->second - shift)};
+    if (!Agree(o, down, it->second)) {
+      *error = Unplaceable(absl::StrCat(n->name(), " ", ShapeToString(s), " reads operands that line up with the ",
+                                        "space ", out_.space.ToString(), " in different ways"));
+      return std::nullopt;
+    }
+  }
+  return result;
+}
+
+// The cut of `o` as user `user` (placed at `user_cut`) reads it.
+std::optional<Cut> Placer::FromUser(const Node* o, const Node* user, const Cut& user_cut) {
+  const Shape& os = o->shape();
+  if (user->op() == OpKind::kReshape) {
+    const Shape& us = user->shape();
+    const int c0 = CutWithPrefix(os, Product(us, 0, user_cut.first));
+    const int c1 = CutWithPrefix(os, Product(us, 0, user_cut.second));
+    if (c0 < 0 || c1 < 0) return std::nullopt;
+    return Cut{c0, std::max(c0, c1)};
+  }
+  if (IsReduction(user)) return std::nullopt;  // a reduction's input is placed forward or as the source
+  const int shift = static_cast<int>(user->shape().size()) - static_cast<int>(os.size());
+  return Cut{std::max(0, user_cut.first - shift), std::max(0, user_cut.second - shift)};
+}
+
+absl::Status Placer::Propagate() {
+  for (int round = 0; round < 8; ++round) {
+    const size_t before = cut_.size();
+    for (const Node* n : r_.nodes) {
+      absl::Status error;
+      std::optional<Cut> c = Forward(n, &error);
+      KILN_RETURN_IF_ERROR(error);
+      if (c) KILN_RETURN_IF_ERROR(Set(n, *c));
+    }
+    for (auto it = r_.nodes.rbegin(); it != r_.nodes.rend(); ++it) {
+      const Node* user = *it;
+      auto uc = cut_.find(user);
+      if (uc == cut_.end()) continue;
+      for (const Node* o : user->operands()) {
+        if (IsInlinedConstant(o) || (Member(o) && cut_.count(o))) continue;
+        if (std::optional<Cut> c = FromUser(o, user, uc->second)) KILN_RETURN_IF_ERROR(Set(o, *c));
+      }
+    }
+    // A reduction whose input nothing placed is over the space's own axes if its axes say so.
+    for (const Node* n : r_.nodes) {
+      if (!IsReduction(n) || cut_.count(n->operand(0))) continue;
+      absl::StatusOr<ReduceSpace> s = SpaceOf(n);
+      if (s.ok() && s->outer == out_.space.outer && s->reduced == out_.space.reduced &&
+          s->inner == out_.space.inner) {
+        KILN_RETURN_IF_ERROR(Set(n->operand(0), {s->begin, s->end}));
+      }
+    }
+    if (cut_.size() == before) break;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Placer::Validate() {
+  std::vector<const Node*> all(r_.nodes.begin(), r_.nodes.end());
+  for (const Node* n : r_.nodes) {
+    for (const Node* o : n->operands()) {
+      if (!Member(o) && !IsInlinedConstant(o)) all.push_back(o);
+    }
+  }
+  for (const Node* n : all) {
+    if (out_.place.count(n)) continue;
+    if (Member(n) && IsPureLayout(n) && n->op() != OpKind::kReshape && n->op() != OpKind::kBroadcastTo) {
+      return Unplaceable(absl::StrCat(OpName(n->op()), " ", n->name(), " would reorder the row inside a reduction kernel"),
+                         "reduce-layout");
+    }
+    auto it = cut_.find(n);
+    Placement p;
+    if (it == cut_.end()) {
+      if (n->num_elements() != 1) {
+        return Unplaceable(absl::StrCat(n->name(), " ", ShapeToString(n->shape()), " does not line up with the space ",
+                                        out_.space.ToString()));
+      }
+    } else {
+      p.cut[0] = it->second.first;
+      p.cut[1] = it->second.second;
+    }
+    const Shape& s = n->shape();
+    for (int g = 0; g < 3; ++g) {
+      const Shape part = p.Part(s, g);
+      if (!FitsGroup(part, out_.space.Group(g))) {
+        return Unplaceable(absl::StrCat(n->name(), " ", ShapeToString(s), " does not line up with the space ",
+                                        out_.space.ToString(), ": its part ", ShapeToString(part),
+                                        " is not a broadcast of ", ShapeToString(out_.space.Group(g))));
+      }
+      p.varies[g] = NumElements(part) > 1;
+    }
+    out_.place[n] = p;
+  }
+  for (const Node* o : r_.outputs) {
+    const Placement& p = out_.place.at(o);
+    for (int g = 0; g < 3; ++g) {
+      const int64_t e = NumElements(p.Part(o->shape(), g));
+      if (e != 1 && e != out_.space.Extent(g)) {
+        return Unplaceable(absl::StrCat("output ", o->name(), " ", ShapeToString(o->shape()),
+                                        " is a partial broadcast of the space ", out_.space.ToString(),
+                                        ": several rows would write each element"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Placer::Levels() {
+  for (const Node* n : r_.nodes) {
+    Placement& p = out_.place.at(n);
+    int level = 0;
+    bool combined = false;
+    for (const Node* o : n->operands()) {
+      if (!Member(o)) continue;
+      level = std::max(level, out_.place.at(o).level);
+      combined |= out_.place.at(o).combined;
+    }
+    if (IsReduction(n)) {
+      const Node* x = n->operand(0);
+      const Placement& xp = out_.Of(x);
+      if (n == source_ || xp.reduced() || xp.inner()) {
+        if (combined) return Unplaceable(absl::StrCat("reduction ", n->name(), " comes after a combine"));
+        if (NumElements(xp.Part(x->shape(), 1)) != out_.space.reduced) {
+          return Unplaceable(absl::StrCat("reduction ", n->name(), " reduces a tensor broadcast along the row"));
+        }
+        out_.reductions.push_back(n);
+        ++level;
+      } else if (n->num_elements() == 1) {
+        if (combined) return Unplaceable(absl::StrCat(n->name(), " is a combine of a combine"));
+        if (!IsFloat(x->dtype())) return Unplaceable(absl::StrCat("integer combine ", n->name()));
+        out_.combines.push_back(n);
+        combined = true;
+      } else {
+        return Unplaceable(absl::StrCat("reduction ", n->name(), " reduces a value that is constant along the row"));
+      }
+    } else if (combined) {
+      if (p.outer() || p.reduced() || p.inner()) {
+        return Unplaceable(absl::StrCat(n->name(), " depends on a combine but is not a scalar"));
+      }
+      // What follows the combines runs once, after every row: it can read combines and
+      // values computed from inputs alone, not a row's results.
+      for (const Node* o : n->operands()) {
+        if (Member(o) && !out_.place.at(o).combined && out_.place.at(o).level > 0) {
+          return Unplaceable(absl::StrCat(n->name(), " reads both a combine and ", o->name(), ", a row's result"));
+        }
+      }
+    }
+    p.level = level;
+    p.combined = combined;
+  }
+  return absl::OkStatus();
+}
+
+const Node* Placer::SkipViews(const Node* n) const {
+  while (Member(n) && (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo)) n = n->operand(0);
+  return n;
+}
+
+// reduce_sum(exp(sub(x, m))) with m = reduce_max(x) of the same row, one level below: the
+// online pair, computed together at the max's level.
+void Placer::FindOnlinePairs() {
+  for (const Node* b : out_.reductions) {
+    if (b->op() != OpKind::kReduceSum) continue;
+    const Node* e = b->operand(0);
+    if (!Member(e) || e->op() != OpKind::kExp) continue;
+    const Node* d = e->operand(0);
+    if (!Member(d) || d->op() != OpKind::kSub) continue;
+    const Node* x = d->operand(0);
+    const Node* m = SkipViews(d->operand(1));
+    if (!Member(m) || m->op() != OpKind::kReduceMax || !out_.IsRowReduction(m) || m->operand(0) != x) continue;
+    if (out_.Of(b).level != out_.Of(m).level + 1 || !IsFloat(x->dtype())) continue;
+    out_.online_max[b] = m;
+  }
+  if (out_.online_max.empty()) return;
+  // A pair is computed at its max's level: move the sum (and what depends on it) down one.
+  for (const Node* n : r_.nodes) {
+    int l = 0;
+    for (const Node* o : n->operands()) {
+      if (Member(o)) l = std::max(l, out_.place.at(o).level);
+    }
+    if (out_.IsRowReduction(n)) {
+      auto it = out_.online_max.find(n);
+      l = it != out_.online_max.end() ? out_.place.at(it->second).level : l + 1;
+    }
+    out_.place.at(n).level = l;
+  }
+}
+
+void Placer::FindPicks() {
+  if (out_.space.inner != 1) return;
+  const Shape reduced_axes = out_.space.Group(1);
+  for (const Node* red : out_.reductions) {
+    if (red->op() != OpKind::kReduceSum) continue;
+    const Node* w = red->operand(0);
+    if (!Member(w) || w->op() != OpKind::kWhere || !out_.Of(w).reduced()) continue;
+    const Node* zero = w->operand(2);
+    if (!IsInlinedConstant(zero) || zero->value()->GetF64(0) != 0.0) continue;
+    const Node* eq = SkipViews(w->operand(0));
+    if (!Member(eq) || eq->op() != OpKind::kEq) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Node* iota = SkipViews(eq->operand(side));
+      const Node* index = eq->operand(1 - side);
+      if (!Member(iota) || iota->op() != OpKind::kIota || !IsInteger(iota->dtype()) || !IsInteger(index->dtype())) {
+        continue;
+      }
+      // The iota's value must be the column: its axis the one axis of its reduced part, of the
+      // row's whole length.
+      const Placement& ip = out_.Of(iota);
+      const Shape& is = iota->shape();
+      int64_t axis = iota->attrs().GetInt("axis");
+      if (axis < 0) axis += static_cast<int64_t>(is.size());
+      if (axis < ip.cut[0] || axis >= ip.cut[1] || is[axis] != out_.space.reduced) continue;
+      if (out_.Of(index).reduced()) continue;
+      out_.picks[red] = OneHotPick{w->operand(1), index, eq};
+      break;
+    }
+  }
+}
+
+absl::Status Placer::Run() {
+  KILN_RETURN_IF_ERROR(ChooseSpace());
+  KILN_RETURN_IF_ERROR(Propagate());
+  KILN_RETURN_IF_ERROR(Validate());
+  KILN_RETURN_IF_ERROR(Levels());
+  for (const Node* n : out_.reductions) {
+    if (!IsFloat(n->operand(0)->dtype()) && out_.space.inner != 1) {
+      return Unplaceable(absl::StrCat("integer reduction ", n->name(), " over a column"));
+    }
+  }
+  FindOnlinePairs();
+  FindPicks();
+  for (const auto& [n, p] : out_.place) out_.levels = std::max(out_.levels, Member(n) ? p.level : 0);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Shape ReduceSpace::Group(int g) const {
+  const int b = g == 0 ? 0 : g == 1 ? begin : end;
+  const int e = g == 0 ? begin : g == 1 ? end : static_cast<int>(shape.size());
+  return Shape(shape.begin() + b, shape.begin() + e);
+}
+
+std::string ReduceSpace::ToString() const {
+  return absl::StrCat("[", outer, " x ", reduced, inner == 1 ? "" : absl::StrCat(" x ", inner), "]");
+}
+
+Shape Placement::Part(const Shape& shape, int g) const {
+  const int rank = static_cast<int>(shape.size());
+  const int b = g == 0 ? 0 : g == 1 ? cut[0] : cut[1];
+  const int e = g == 0 ? cut[0] : g == 1 ? cut[1] : rank;
+  return Shape(shape.begin() + std::min(b, rank), shape.begin() + std::min(e, rank));
+}
+
+std::string Placement::FormName() const {
+  std::string f = outer() && reduced() ? "row-shaped" : outer() ? "per-row" : reduced() ? "along the row" : "scalar";
+  return inner() ? f + " x inner" : f;
+}
+
+const Placement& ReducePlacement::Of(const Node* n) const {
+  auto it = place.find(n);
+  KILN_CHECK(it != place.end()) << n->name() << " has no place in the reduction space";
+  return it->second;
+}
+
+bool ReducePlacement::IsRowReduction(const Node* n) const {
+  return std::find(reductions.begin(), reductions.end(), n) != reductions.end();
+}
+
+bool ReducePlacement::IsCombine(const Node* n) const {
+  return std::find(combines.begin(), combines.end(), n) != combines.end();
+}
+
+bool ReducePlacement::IsPairedMax(const Node* n) const {
+  for (const auto& [sum, max] : online_max) {
+    if (max == n) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<ReduceSpace> SpaceOf(const Node* reduction) {
+  KILN_CHECK(IsReduction(reduction)) << reduction->name() << " is not a reduction";
+  ReduceSpace s;
+  s.shape = reduction->operand(0)->shape();
+  const std::vector<int64_t> axes = SortedAxes(reduction);
+  for (size_t i = 1; i < axes.size(); ++i) {
+    if (axes[i] != axes[i - 1] + 1) {
+      return Unplaceable(absl::StrCat("reduction ", reduction->name(), " over axes [", absl::StrJoin(axes, ","),
+                                      "], which are not adjacent"));
+    }
+  }
+  s.begin = axes.empty() ? static_cast<int>(s.shape.size()) : static_cast<int>(axes.front());
+  s.end = axes.empty() ? s.begin : static_cast<int>(axes.back()) + 1;
+  s.outer = Product(s.shape, 0, s.begin);
+  s.reduced = Product(s.shape, s.begin, s.end);
+  s.inner = Product(s.shape, s.end, static_cast<int>(s.shape.size()));
+  return s;
+}
+
+absl::StatusOr<ReducePlacement> PlaceReduction(const Region& region, const DeviceSpec& device) {
+  ReducePlacement placement;
+  Placer placer(region, placement);
+  KILN_RETURN_IF_ERROR(placer.Run());
+  if (placement.space.inner == 1) placement.fit = FitRowOnChip(region, placement, device);
+  return placement;
+}
+
+}  // namespace kiln

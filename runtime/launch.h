@@ -1,0 +1,29 @@
+// The one place kiln launches a generated kernel (runtime/program.h's LaunchShape; the kernel
+// ABI is codegen/kernel_source.h). The executable and the autotuner both go through it, so a
+// kernel runs the same way when it is timed and when it is used.
+#ifndef KILN_RUNTIME_LAUNCH_H_
+#define KILN_RUNTIME_LAUNCH_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/program.h"
+
+namespace kiln {
+
+// Readies a loaded kernel for its shape (raises its dynamic shared memory limit past 48 KB,
+// allows non-portable cluster sizes) and returns the x extent to launch with for `count`:
+// the shape's grid, or for a cooperative kernel at most what is resident on this GPU at once
+// (a multiple of grid_multiple; an error when not even one group fits).
+absl::StatusOr<int64_t> PrepareKernel(const CudaDriver& cu, CUfunction function, const LaunchShape& shape);
+
+// Launches with x extent `grid_x` on `stream`; `params` as cuLaunchKernel takes them.
+// cuLaunchKernel for a plain grid, cuLaunchKernelEx with the cluster and cooperative attributes
+// otherwise.
+absl::Status LaunchKernel(const CudaDriver& cu, CUfunction function, const LaunchShape& shape, int64_t grid_x,
+                          void** params, CUstream stream);
+
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_LAUNCH_H_
