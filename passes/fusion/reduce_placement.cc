@@ -398,11 +398,6 @@ absl::Status Placer::Run() {
   KILN_RETURN_IF_ERROR(Propagate());
   KILN_RETURN_IF_ERROR(Validate());
   KILN_RETURN_IF_ERROR(Levels());
-  for (const Node* n : out_.reductions) {
-    if (!IsFloat(n->operand(0)->dtype()) && out_.space.inner != 1) {
-      return Unplaceable(absl::StrCat("integer reduction ", n->name(), " over a column"));
-    }
-  }
   FindOnlinePairs();
   FindPicks();
   for (const auto& [n, p] : out_.place) out_.levels = std::max(out_.levels, Member(n) ? p.level : 0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -125,7 +126,13 @@ class RegionTimer {
       KILN_RETURN_IF_ERROR(module.Load(compiled[rc.compiled[c]].compiled.cubin, ks.name));
       long long count = ks.count;
       const LaunchShape shape = LaunchShapeOf(ks, count);
-      KILN_ASSIGN_OR_RETURN(const int64_t grid, PrepareKernel(*cu_, module.function(), shape));
+      absl::StatusOr<int64_t> prepared = PrepareKernel(*cu_, module.function(), shape);
+      if (!prepared.ok() && c > 0) {  // e.g. a split whose blocks cannot all be resident here
+        out->us[c] = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      KILN_RETURN_IF_ERROR(prepared.status());
+      const int64_t grid = *prepared;
       std::vector<void*> args;
       for (auto& b : buffers) args.push_back(&b->ptr());
       if (ks.has_scratch) args.push_back(&scratch.ptr());

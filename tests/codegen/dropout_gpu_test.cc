@@ -23,6 +23,8 @@
 #include <map>
 #include <random>
 
+#include "runtime/jit/lower.h"
+#include "runtime/launch.h"
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "api/compiler.h"
@@ -112,8 +114,11 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> Launch(const KernelSource& kern
     for (size_t a = 0; a < kernel.args.size(); ++a) {
       if (kernel.args[a].is_output) KILN_CU_RETURN_IF_ERROR(cu->cuMemsetD8(pointers[a], 0xFF, buffers[a].bytes()));
     }
-    KILN_CU_RETURN_IF_ERROR(cu->cuLaunchKernel(function, static_cast<unsigned>(grid), 1, 1, kernel.launch.block, 1, 1,
-                                               kernel.launch.dynamic_smem_bytes, nullptr, args.data(), nullptr));
+    const LaunchShape shape = LaunchShapeOf(kernel, count);
+    KILN_ASSIGN_OR_RETURN(const int64_t most, PrepareKernel(*cu, function, shape));
+    const int64_t multiple = shape.grid_multiple;
+    KILN_RETURN_IF_ERROR(LaunchKernel(*cu, function, shape, std::max(multiple, std::min(grid, most) / multiple * multiple),
+                                      args.data(), nullptr));
     KILN_CU_RETURN_IF_ERROR(cu->cuCtxSynchronize());
     std::vector<Tensor> outs;
     for (size_t a = 0; a < kernel.args.size(); ++a) {

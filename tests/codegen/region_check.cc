@@ -1,5 +1,8 @@
 #include "tests/codegen/region_check.h"
 
+#include "runtime/jit/lower.h"
+#include "runtime/launch.h"
+
 #include <cuda.h>
 
 #include <chrono>
@@ -148,6 +151,10 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
     CU_OK(Cu()->cuMemsetD8(scratch.ptr, 0, scratch.bytes));
   }
   long long count = kernel->count;
+  // As the runtime launches it (runtime/launch.h): cooperative kernels capped at what is resident.
+  const LaunchShape shape = LaunchShapeOf(*kernel, count);
+  auto grid = PrepareKernel(*Cu(), function, shape);
+  ASSERT_TRUE(grid.ok()) << label << ": " << grid.status();
   std::vector<void*> args;
   for (DeviceArg& d : buffers) args.push_back(&d.ptr);
   if (kernel->has_scratch) args.push_back(&scratch.ptr);
@@ -158,8 +165,8 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
     for (size_t a = 0; a < kernel->args.size(); ++a) {  // poison every output before each launch
       if (kernel->args[a].is_output) CU_OK(Cu()->cuMemsetD8(buffers[a].ptr, 0xFF, std::max<int64_t>(buffers[a].bytes, 16)));
     }
-    CU_OK(Cu()->cuLaunchKernel(function, kernel->launch.Grid(count), 1, 1, kernel->launch.block, 1, 1,
-                               kernel->launch.dynamic_smem_bytes, nullptr, args.data(), nullptr));
+    const absl::Status launched = LaunchKernel(*Cu(), function, shape, *grid, args.data(), nullptr);
+    ASSERT_TRUE(launched.ok()) << label << ": " << launched;
     CU_OK(Cu()->cuCtxSynchronize());
     size_t out_index = 0;
     for (size_t a = 0; a < kernel->args.size(); ++a) {
