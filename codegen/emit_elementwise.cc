@@ -1,10 +1,9 @@
-// The elementwise emitter: pointwise, layout and other-reduction regions (and the fallback for
-// row regions the row emitter cannot place). One grid-stride loop over `count` = the largest
+// The elementwise emitter: pointwise and layout regions. One grid-stride loop over `count` = the largest
 // output's element count; every output o is evaluated at its own row-major index i (for
 // i < numel(o)), by walking the region backwards from o: a pointwise node combines its
 // operands at their broadcast indices, a layout node remaps the index (reshape keeps it,
 // transpose/slice/broadcast_to permute or offset it, concat selects a piece, gather reads its
-// index tensor), and a reduction folds its operand serially over the reduced elements.
+// index tensor).
 // Values and indices are memoised per scope, so a value used twice at one index is computed once.
 // Vectorised form (pointwise regions of pointwise ops and broadcasts only, every output the
 // full space): i counts vectors; inputs are loaded as V-wide vectors (or once per vector when
@@ -40,7 +39,6 @@ class ElementwiseEmitter {
   absl::StatusOr<TypedExpr> Value(const Node* n, const std::string& idx);
   absl::StatusOr<TypedExpr> Compute(const Node* n, const std::string& idx);
   absl::StatusOr<TypedExpr> Load(const Node* n, const std::string& idx);
-  absl::StatusOr<TypedExpr> Reduce(const Node* n, const std::string& idx);
   absl::StatusOr<TypedExpr> Concat(const Node* n, const std::string& idx);
   absl::StatusOr<TypedExpr> Gather(const Node* n, const std::string& idx);
   std::string Bind(const TypedExpr& e, const std::string& key, const std::string& comment);
@@ -134,8 +132,6 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Compute(const Node* n, const std::
     }
     case OpCategory::kBroadcast:
       return Value(n->operand(0), BroadcastIndex(s, n->operand(0)->shape(), idx));
-    case OpCategory::kReduction:
-      return Reduce(n, idx);
     case OpCategory::kLayout:
       break;
     default:
@@ -225,70 +221,6 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Gather(const Node* n, const std::s
   KILN_ASSIGN_OR_RETURN(TypedExpr iv, Value(indices, j));
   const std::string g = Index(absl::StrCat("kiln::GatherIndex(", Coerce(iv, CType::kInt).code, ", ", extent, "LL)"));
   return Value(x, SumTerms({Scale(outer, extent * inner), Scale(g, inner), within}));
-}
-
-absl::StatusOr<TypedExpr> ElementwiseEmitter::Reduce(const Node* n, const std::string& idx) {
-  const Node* x = n->operand(0);
-  const Shape& xs = x->shape();
-  const int rank = xs.size();
-  std::vector<bool> reduced(rank, n->attrs().GetInts("axes").empty());
-  for (int64_t a : n->attrs().GetInts("axes")) reduced[a < 0 ? a + rank : a] = true;
-  const bool keep = n->attrs().GetBool("keep_dims");
-  const std::vector<int64_t> xst = RowMajorStrides(xs);
-  const Shape& ns = n->shape();
-  const std::vector<int64_t> nst = RowMajorStrides(ns);
-  std::vector<std::string> base_terms;
-  std::vector<int> red_dims;
-  int pos = 0;
-  for (int d = 0; d < rank; ++d) {
-    if (reduced[d]) {
-      red_dims.push_back(d);
-      if (keep) ++pos;
-      continue;
-    }
-    base_terms.push_back(Scale(Coord(idx, nst[pos], ns[pos], pos == 0), xst[d]));
-    ++pos;
-  }
-  int64_t count = 1;
-  for (int d : red_dims) count *= xs[d];
-  const std::string base = Index(SumTerms(base_terms));
-  const bool is_int = ComputeType(x->dtype()) == CType::kInt;
-  const OpKind op = n->op();
-  std::string functor;
-  if (is_int) {
-    const bool i32 = x->dtype() == DType::kI32;
-    functor = op == OpKind::kReduceMax ? (i32 ? "kiln::MaxI32" : "kiln::MaxI64")
-              : op == OpKind::kReduceMin ? (i32 ? "kiln::MinI32" : "kiln::MinI64") : "kiln::SumI64";
-  } else {
-    functor = op == OpKind::kReduceMax ? "kiln::Max" : op == OpKind::kReduceMin ? "kiln::Min" : "kiln::Sum";
-  }
-  const CType acc_type = is_int ? CType::kInt : CType::kFloat;
-  const std::string acc = w_.Fresh("acc");
-  const std::string k = w_.Fresh("k");
-  w_.Line(absl::StrCat(CTypeName(acc_type), " ", acc, " = ", functor, "::Identity();  // ", n->name()));
-  w_.Open(absl::StrCat("for (long long ", k, " = 0; ", k, " < ", count, "LL; ++", k, ")"));
-  // Offset of reduced element k: its coordinates over the reduced dims, row-major among them.
-  std::vector<std::string> off_terms;
-  int64_t stride = 1;
-  for (int t = static_cast<int>(red_dims.size()) - 1; t >= 0; --t) {
-    const int d = red_dims[t];
-    off_terms.push_back(Scale(Coord(k, stride, xs[d], t == 0), xst[d]));
-    stride *= xs[d];
-  }
-  std::reverse(off_terms.begin(), off_terms.end());
-  std::vector<std::string> all = {base};
-  all.insert(all.end(), off_terms.begin(), off_terms.end());
-  KILN_ASSIGN_OR_RETURN(TypedExpr v, Value(x, SumTerms(all)));
-  w_.Line(absl::StrCat(acc, " = ", functor, "::Apply(", acc, ", ", Coerce(v, acc_type).code, ");"));
-  w_.Close();
-  TypedExpr result{acc, acc_type};
-  if (op == OpKind::kReduceMean) {
-    result.code = is_int ? absl::StrCat("(", count, "LL == 0 ? 0LL : ", acc, " / ", count, "LL)")
-                         : absl::StrCat("(", acc, " / ", FloatLiteral(static_cast<float>(count)), ")");
-  }
-  TypedExpr out = Coerce(result, ComputeType(n->dtype()));
-  if (ComputeType(n->dtype()) == CType::kInt && n->dtype() == DType::kI32) out.code = absl::StrCat("kiln::WrapI32(", out.code, ")");
-  return out;
 }
 
 ElementwiseEmitter::Vectorization ElementwiseEmitter::CanVectorize() const {

@@ -17,8 +17,8 @@ struct EmitterEntry {
 constexpr EmitterEntry kEmitters[] = {
     {RegionKind::kPointwise, codegen_internal::EmitElementwiseKernel},
     {RegionKind::kLayout, codegen_internal::EmitElementwiseKernel},
-    {RegionKind::kRowReduction, codegen_internal::EmitRowKernel},
-    {RegionKind::kColumnReduction, codegen_internal::EmitElementwiseKernel},
+    {RegionKind::kRowReduction, codegen_internal::EmitReduceKernel},
+    {RegionKind::kColumnReduction, codegen_internal::EmitReduceKernel},
 };
 
 Emitter EmitterOf(RegionKind kind) {

@@ -3,8 +3,8 @@
 // `Body` (the region's fused expressions as small member functions) and a 3-line extern "C"
 // entry that calls its kind's kernel template with the launch shape of its KernelParams:
 //   pointwise, layout   emit_elementwise.cc -> templates/pointwise.cuh PointwiseKernel
-//   row_reduction       emit_row.cc         -> templates/row_reduce.cuh RowKernel
-//   column_reduction    emit_elementwise.cc (one thread per output, a serial fold)
+//   row_reduction       emit_reduce.cc      -> templates/row_reduce.cuh RowKernel
+//   column_reduction    emit_reduce.cc      -> templates/column_reduce.cuh ColumnKernel
 // Kinds that run no generated kernel (matmul: cuBLASLt; view: an alias) are refused with an
 // error naming the kind; the kind table (passes/fusion/region_kind.h) says how each runs.
 #ifndef KILN_CODEGEN_EMIT_KERNEL_H_
@@ -25,7 +25,7 @@ bool HasKernel(RegionKind kind);
 
 namespace codegen_internal {
 absl::StatusOr<KernelSource> EmitElementwiseKernel(const Region& region, const KernelParams& params);
-absl::StatusOr<KernelSource> EmitRowKernel(const Region& region, const KernelParams& params);
+absl::StatusOr<KernelSource> EmitReduceKernel(const Region& region, const KernelParams& params);
 }  // namespace codegen_internal
 
 }  // namespace kiln

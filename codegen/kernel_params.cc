@@ -53,19 +53,7 @@ absl::Status ValidateParams(const KernelParams& p) {
 
 namespace {
 
-// 16 bytes / the smallest element among the region's inputs and outputs, at most 8, halved
-// until it divides `inner` (0: no such constraint).
-int VectorWidthFor(const Region& region, int64_t inner) {
-  int64_t smallest = 8;
-  for (const auto* list : {&region.inputs, &region.outputs}) {
-    for (const Node* n : *list) {
-      if (n->num_elements() > 1) smallest = std::min(smallest, ByteSize(n->dtype()));
-    }
-  }
-  int v = static_cast<int>(std::min<int64_t>(8, 16 / std::max<int64_t>(smallest, 1)));
-  while (v > 1 && inner != 0 && (inner < 0 || inner % v != 0)) v /= 2;
-  return v;
-}
+int VectorWidthFor(const Region& region, int64_t inner) { return VectorElements(region, inner); }
 
 // Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
 // [4, 32] that gives each thread about one vector.
@@ -98,6 +86,16 @@ bool IsFlat(const Region& region) {
 
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   KernelParams p;
+  if (region.kind == RegionKind::kColumnReduction) {
+    // The column launch rule, shared with the cost model (passes/cost/row_fit.h).
+    const RowFit& fit = region.reduce->fit;
+    p.block_size = 256;
+    p.vector_width = fit.vector;
+    p.tile_n = fit.lanes;
+    p.split = fit.split;
+    p.chunk = fit.on_chip ? 0 : 1;
+    return p;
+  }
   if (region.kind != RegionKind::kRowReduction) {
     const Shape& s = region.space;
     p.block_size = 256;
@@ -140,6 +138,22 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
   const KernelParams d = out[0];
+  if (region.kind == RegionKind::kColumnReduction) {
+    for (int split : {d.split / 2, d.split * 2}) {  // fewer or more blocks per tile
+      KernelParams p = d;
+      p.split = split;
+      if (split >= 1 && split <= 2 * device.sm_count && region.reduce->space.reduced >= split) add(p);
+    }
+    if (d.tile_n > 1) {  // a narrower tile: more tiles, fewer threads along K each
+      KernelParams p = d;
+      p.tile_n = d.tile_n / 2;
+      add(p);
+    }
+    KernelParams streamed = d;
+    streamed.chunk = d.chunk == 0 ? 1 : 0;
+    add(streamed);
+    return out;
+  }
   if (region.kind != RegionKind::kRowReduction) {
     for (int block : {128, 512}) {
       KernelParams p = d;

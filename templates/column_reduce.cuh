@@ -1,21 +1,178 @@
-// column_reduce.cuh: reductions over non-innermost axes (region kind column_reduction). The
-// kernel is the elementwise loop of pointwise.cuh over the output elements; each thread folds
-// the reduced elements of its output serially, in increasing input order, so the result is
-// deterministic and needs no shared memory or atomics. Neighbouring threads own neighbouring
-// outputs, so for the common [M, N] -> [N] case the loads of a warp are coalesced.
-//   acc = Identity; for (k = 0; k < K; ++k) acc = Op(acc, f(x[base + k * stride]))
+// column_reduce.cuh: the column-reduction kernel (region kind column_reduction), as a template.
+//
+// A column region lives in a space [outer x K x I]: it reduces the K axis (not the innermost)
+// of every column (o, i). K and I are compile-time constants; the run-time argument is the
+// number of tiles, outer x ceil(I / kTileI).
+// Codegen (codegen/emit_row.cc, in column mode) generates a `Body` of fused expressions; the
+// loops are here. A block owns a tile of kTileI = kLanesI x kV adjacent columns of one o: its
+// threads are kLanesI wide along i (each kV adjacent columns: one 16-byte vector, coalesced
+// across the warp) and kRowsK deep along K (each a strided share of K). With kSplit > 1 the K
+// axis of a tile is also split over kSplit blocks (a cooperative launch), which exchange their
+// partial results through global memory as split rows do (row_reduce.cuh's SplitMerge).
+//
+//   for each tile (o, i0..) owned:
+//     BeginCell                 per-column values that need no reduction
+//     level L = 1..kLevels:     Init; Step over the thread's share of K; merge over the kRowsK
+//                               threads of each column (shared memory, fixed order) and over the
+//                               split blocks; Finish: per-column values
+//     final pass                Store: the outputs of the full space
+//     StoreCell                 per-column outputs
+//
+// With kCacheIters > 0 each thread keeps its share of the inputs in registers across the
+// levels (read once); otherwise each level reads it again. Deterministic: fixed-order merges.
 #pragma once
 
 #include "kiln_types.cuh"
-#include "pointwise.cuh"
+#include "row_reduce.cuh"
 
 namespace kiln {
 
-// The serial fold used for one output element: Fold<Op>(acc, v) = Op(acc, v), kept as a
-// function so the emitted loop names the functor it uses.
-template <class Op>
-__device__ __forceinline__ float Fold(float acc, float v) {
-  return Op::Apply(acc, v);
+template <int kBlock_, int kLanesI_, int kV_, int kCacheIters_, int kSplit_>
+struct ColumnShape {
+  static constexpr int kBlock = kBlock_;
+  static constexpr int kLanesI = kLanesI_;
+  static constexpr int kRowsK = kBlock_ / kLanesI_;
+  static constexpr int kV = kV_;
+  static constexpr int kCacheIters = kCacheIters_;
+  static constexpr int kSplit = kSplit_;
+  static constexpr int kTileI = kLanesI_ * kV_;
+  static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
+  static_assert(kLanesI >= 1 && kLanesI <= 32 && (kLanesI & (kLanesI - 1)) == 0 && kBlock % kLanesI == 0,
+                "a power of two of lanes along i, at most a warp, dividing the block");
+  static_assert(kV >= 1 && kV <= 16 && (kV & (kV - 1)) == 0, "a vector is a power of two of elements");
+  static_assert(kSplit >= 1, "at least one block per tile");
+};
+
+// Merges `a` over the kRowsK threads of a column through shared memory, in K order (thread row
+// 0 first), and returns the result to all of them. `smem` holds kBlock * kWords words.
+template <class Shape, class Body, class Acc>
+__device__ __forceinline__ void ColumnMerge(const Body& body, Acc& a, unsigned* smem, int ti, int tk) {
+  constexpr int kWords = AccWords<Acc>::kCount;
+  memcpy(smem + (tk * Shape::kLanesI + ti) * kWords, &a, sizeof(Acc));
+  __syncthreads();
+  if (tk == 0) {
+    for (int j = 1; j < Shape::kRowsK; ++j) {
+      Acc o;
+      memcpy(&o, smem + (j * Shape::kLanesI + ti) * kWords, sizeof(Acc));
+      body.Merge(a, o);
+    }
+    memcpy(smem + ti * kWords, &a, sizeof(Acc));
+  }
+  __syncthreads();
+  memcpy(&a, smem + ti * kWords, sizeof(Acc));
+  __syncthreads();
+}
+
+// One pass over the thread's share of K: pass(k, x) for each k, x the cached inputs at (k, i0).
+template <class Body, class Shape, class Pass>
+__device__ __forceinline__ void ForColumn(const Body& body, long long o, long long i0, long long kbegin, long long kend,
+                                          int tk, const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                          const Pass& pass) {
+  if constexpr (Shape::kCacheIters > 0) {
+#pragma unroll
+    for (int j = 0; j < Shape::kCacheIters; ++j) {
+      const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
+      if (k < kend) pass(k, cache[j]);
+    }
+  } else {
+    for (long long k = kbegin + tk; k < kend; k += Shape::kRowsK) {
+      typename Body::Vec x;
+      body.Load(o, k, i0, x);
+      pass(k, x);
+    }
+  }
+}
+
+template <class Body, class Acc>
+struct ColumnStep {
+  const Body& body;
+  const typename Body::Cell& cell;
+  Acc& acc;
+  long long o, i0;
+  __device__ __forceinline__ void operator()(long long k, const typename Body::Vec& x) const {
+    body.Step(cell, acc, x, o, k, i0);
+  }
+};
+template <class Body>
+struct ColumnStore {
+  const Body& body;
+  const typename Body::Cell& cell;
+  long long o, i0;
+  __device__ __forceinline__ void operator()(long long k, const typename Body::Vec& x) const {
+    body.Store(cell, x, o, k, i0);
+  }
+};
+
+template <int L, class Body, class Shape>
+__device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Cell& cell, long long o, long long i0,
+                                             bool active, long long kbegin, long long kend, int ti, int tk,
+                                             const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                             unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
+  if constexpr (L <= Body::kLevels) {
+    using Acc = typename Body::template AccOf<L>::Type;
+    Acc acc;
+    body.Init(acc);
+    if constexpr ((Body::kPassMask >> L) & 1u) {
+      if (active) ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStep<Body, Acc>{body, cell, acc, o, i0});
+      ColumnMerge<Shape>(body, acc, smem, ti, tk);
+      if constexpr (Shape::kSplit > 1) {
+        SplitMerge<Shape::kSplit>(body, acc, barrier,
+                                  slots + ((L - 1) * Shape::kSplit * Shape::kLanesI + ti) * Body::kExchangeWords, split,
+                                  PassIndex<Body::kPassMask, L>(), Shape::kLanesI);
+      }
+    }
+    if (active) body.Finish(acc, cell, o, i0);
+    ColumnLevels<L + 1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split);
+  }
+}
+
+// The kernel body. `Body` (generated) provides kK, kI, kV, kLevels, kPassMask, kExchangeWords
+// (the largest accumulator, in words), the types Vec, Cell and AccOf<L>::Type, and
+//   Load(o, k, i0, Vec&); BeginCell(o, i0, Cell&); Init(Acc&); Merge(Acc&, const Acc&);
+//   Step(const Cell&, Acc&, const Vec&, o, k, i0); Finish(const Acc&, Cell&, o, i0);
+//   Store(const Cell&, const Vec&, o, k, i0); StoreCell(const Cell&, o, i0).
+template <class Body, class Shape>
+__device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, void* scratch) {
+  static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
+  static_assert(Body::kI % Shape::kV == 0, "a vector never crosses a row of the inner axes");
+  constexpr long long kTiles = (Body::kI + Shape::kTileI - 1) / Shape::kTileI;
+  __shared__ unsigned smem[Shape::kBlock * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];
+  const int ti = threadIdx.x % Shape::kLanesI, tk = threadIdx.x / Shape::kLanesI;
+  const int split = static_cast<int>(blockIdx.x % Shape::kSplit);
+  const long long tile_blocks = gridDim.x / Shape::kSplit;
+  const long long kbegin = Body::kK * split / Shape::kSplit, kend = Body::kK * (split + 1) / Shape::kSplit;
+  unsigned* barrier_base = nullptr;
+  unsigned* slots_base = nullptr;
+  if constexpr (Shape::kSplit > 1) {
+    barrier_base = reinterpret_cast<unsigned*>(CombinePartials(scratch));
+    slots_base = barrier_base + 2 * tiles;
+  }
+  for (long long p = blockIdx.x / Shape::kSplit; p < tiles; p += tile_blocks) {
+    const long long o = p / kTiles;
+    const long long i0 = (p % kTiles) * Shape::kTileI + static_cast<long long>(ti) * Shape::kV;
+    const bool active = i0 < Body::kI;
+    typename Body::Vec cache[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
+    if constexpr (Shape::kCacheIters > 0) {
+      if (active) {
+#pragma unroll
+        for (int j = 0; j < Shape::kCacheIters; ++j) {
+          const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
+          if (k < kend) body.Load(o, k, i0, cache[j]);
+        }
+      }
+    }
+    unsigned* barrier = barrier_base ? barrier_base + 2 * p : nullptr;
+    unsigned* slots =
+        slots_base ? slots_base + p * Body::kLevels * Shape::kSplit * Shape::kLanesI * Body::kExchangeWords : nullptr;
+    typename Body::Cell cell;
+    if (active) body.BeginCell(o, i0, cell);
+    ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split);
+    if (active) {
+      ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStore<Body>{body, cell, o, i0});
+      if (tk == 0 && split == 0) body.StoreCell(cell, o, i0);
+    }
+    if constexpr (Shape::kSplit > 1) SplitLeave(barrier, Shape::kSplit);
+  }
 }
 
 }  // namespace kiln

@@ -175,33 +175,39 @@ __device__ __forceinline__ float CombineRows(const float* partials, long long ro
   return BlockReduce<Op, kBlock>(acc, smem);
 }
 
-// The blocks that share a split row exchange their partial accumulators through global
-// memory: each block publishes its own, waits until all kSplit have (every block of a row is
-// resident: the launch is cooperative), then every block merges all kSplit in block order, so
-// all of them hold the same bits. The counters are reset by the last block to leave the row.
+// The blocks that share a split row (or a split column tile) exchange their partial
+// accumulators through global memory: each block publishes its own (one per lane: a row has
+// one, a column tile kLanesI, published by threads 0..lanes-1), waits until all kSplit blocks
+// have (every block is resident: the launch is cooperative), then every thread merges all
+// kSplit of its lane in block order, so all blocks hold the same bits. `slots` is this
+// thread's lane's slot of split 0; split s's is `lanes` slots further on per s. The counters
+// are reset by the last block to leave (SplitLeave).
 template <int kSplit, class Body, class Acc>
-__device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, unsigned* barrier, unsigned* slots,
-                                           int split, unsigned pass) {
+__device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, unsigned* barrier, unsigned* slots, int split,
+                                           unsigned pass, int lanes = 1) {
   constexpr int kWords = AccWords<Acc>::kCount;
-  if (threadIdx.x == 0) {
-    unsigned w[kWords];
+  const int stride = lanes * Body::kExchangeWords;
+  unsigned w[kWords];
+  if (static_cast<int>(threadIdx.x) < lanes) {
     memcpy(w, &a, sizeof(Acc));
 #pragma unroll
-    for (int i = 0; i < kWords; ++i) __stcg(slots + split * Body::kExchangeWords + i, w[i]);
+    for (int i = 0; i < kWords; ++i) __stcg(slots + split * stride + i, w[i]);
     __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
     atomicAdd(barrier, 1u);
     while (atomicAdd(barrier, 0u) < kSplit * pass) {
     }
     __threadfence();
   }
   __syncthreads();
-  unsigned w[kWords];
 #pragma unroll
   for (int i = 0; i < kWords; ++i) w[i] = __ldcg(slots + i);
   memcpy(&a, w, sizeof(Acc));
   for (int s = 1; s < kSplit; ++s) {
 #pragma unroll
-    for (int i = 0; i < kWords; ++i) w[i] = __ldcg(slots + s * Body::kExchangeWords + i);
+    for (int i = 0; i < kWords; ++i) w[i] = __ldcg(slots + s * stride + i);
     Acc o;
     memcpy(&o, w, sizeof(Acc));
     body.Merge(a, o);

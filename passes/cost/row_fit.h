@@ -38,7 +38,9 @@ inline constexpr int64_t kSplitTargetBlocksPerSm = 2;
 inline constexpr int64_t kMinSplitShare = 4096;
 
 struct RowFit {
-  int split = 1;               // blocks that share one row
+  int split = 1;               // blocks that share one row (column tile)
+  int lanes = 0;               // column reductions: threads along the inner axes (each kV columns)
+  int vector = 1;              // column reductions: the vector width along the inner axes
   int64_t share = 0;           // elements of a row one block (or group) takes: ceil(N / split)
   bool on_chip = true;
   int64_t row_inputs = 0;      // row-shaped inputs the kernel caches (at least 1)
@@ -52,6 +54,17 @@ struct RowFit {
 // The rule for a row-reduction region whose nodes `placement` places (PlaceReduction calls
 // it; everyone else reads ReducePlacement::fit).
 RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
+
+// The column kernel's launch rule (templates/column_reduce.cuh), for a column-reduction region:
+// 256-thread blocks, each `lanes` threads wide along the inner axes (16-byte vectors of a width
+// dividing the inner extent, up to a warp) and 256 / lanes deep along the reduced axis; a tile
+// of columns is split over several blocks when there are fewer tiles than the target blocks,
+// more where that lets every thread keep its share of K in registers.
+RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
+
+// 16 bytes / the smallest element among the region's inputs and outputs (at most 8), halved
+// until it divides `must_divide` (0: no constraint).
+int VectorElements(const Region& region, int64_t must_divide);
 
 // Whether `input` of a row region is one the row kernel may cache on chip: it varies along the
 // row and from row to row (a weight [N], the same for every row, stays in L1/L2 instead).

@@ -34,15 +34,13 @@ FusionDecision RowLegal(const Region& p, const Region& c, const Region& merged) 
   return FusionDecision::Allow("row-reduction", "prologue/epilogue in the row kernel's row space");
 }
 
-// Until the column template runs several levels, a column region holds one reduction.
+// A column region runs like a row region, a per-column combine over the tiles aside.
 FusionDecision ColumnLegal(const Region& p, const Region& c, const Region& merged) {
   if (!merged.placed) return merged.placed;
-  const int reductions = static_cast<int>(std::count_if(merged.nodes.begin(), merged.nodes.end(), IsReduction));
-  if (reductions > 1) {
-    return FusionDecision::Forbid("column-reduction",
-                                  "a column reduction fuses with pointwise work only, not another reduction");
+  if (!merged.reduce->combines.empty()) {
+    return FusionDecision::Forbid("column-combine", "the column kernel does not reduce per-column values over the tiles");
   }
-  return FusionDecision::Allow("column-reduction", "pointwise prologue/epilogue of a column reduction");
+  return FusionDecision::Allow("column-reduction", "prologue/epilogue in the column kernel's space");
 }
 
 // As the row kernel runs it (row_fit.h): on chip, or streamed with every extra pass
@@ -69,13 +67,27 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   return e;
 }
 
-// The column kernel: one thread per output folding its column serially.
+// As the column kernel runs it (row_fit.h's FitColumnOnChip): tiles of columns, each split
+// over `split` blocks for few tiles; every extra pass re-reads the full-space inputs.
 RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   RunTimeEstimate e = TrafficAndWork(region);
   if (!region.reduce) return PriceUnplaced(region, device);
-  const ReduceSpace& s = region.reduce->space;
-  e.blocks = (s.outer * s.inner + 255) / 256;
+  const ReducePlacement& placement = *region.reduce;
+  const RowFit& fit = placement.fit;
+  e.row_on_chip = fit.on_chip;
+  e.passes = fit.passes;
+  e.row_fit = fit.reason;
+  for (const Node* in : region.inputs) {
+    if (placement.Of(in).reduced()) e.bytes_read += (e.passes - 1) * in->num_bytes();
+  }
+  const ReduceSpace& s = placement.space;
+  const int64_t tiles = s.outer * ((s.inner + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
+  e.blocks = tiles * fit.split;
   FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks), 1, e);
+  if (fit.split > 1) {
+    e.launch_us += placement.levels * device.grid_sync_us;
+    e.total_us += placement.levels * device.grid_sync_us;
+  }
   return e;
 }
 

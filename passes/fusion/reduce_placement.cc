@@ -472,7 +472,8 @@ absl::StatusOr<ReducePlacement> PlaceReduction(const Region& region, const Devic
   ReducePlacement placement;
   Placer placer(region, placement);
   KILN_RETURN_IF_ERROR(placer.Run());
-  if (placement.space.inner == 1) placement.fit = FitRowOnChip(region, placement, device);
+  placement.fit = placement.space.inner == 1 ? FitRowOnChip(region, placement, device)
+                                              : FitColumnOnChip(region, placement, device);
   return placement;
 }
 

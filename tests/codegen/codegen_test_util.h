@@ -89,6 +89,11 @@ inline std::vector<SmallCase> SmallCases() {
             s = reduce_sum(e) {axes = [0], keep_dims = false}
             return s
           })"},
+      {"column_softmax",
+       R"(graph colsoftmax(x: f32[4,33,48]) {
+            y = softmax(x) {axis = 1}
+            return y
+          })"},
       {"row_softmax_cached",
        R"(graph softmax(x: bf16[7,40]) {
             y = softmax(x) {axis = -1}

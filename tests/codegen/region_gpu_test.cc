@@ -149,6 +149,53 @@ TEST_F(RegionGpuTest, SplitRows) {
   }
 }
 
+// Column reductions (the reduced axes are followed by kept ones): sums over the leading axis,
+// softmax and a normalisation over a middle axis, with few and many columns, reduced extents
+// from 1 to 32768, inner extents that are not multiples of the vector, and every candidate
+// (split tiles, narrower tiles, cached or streamed).
+TEST_F(RegionGpuTest, ColumnKernels) {
+  const char* kSum = R"(graph g(x: f32[%d,%d]) {
+      s: f32[%d] = reduce_sum(x) {axes = [0], keep_dims = false}
+      return s
+    })";
+  const char* kSoftmax = R"(graph g(x: bf16[%d,%d,%d]) {
+      y: bf16[%d,%d,%d] = softmax(x) {axis = 1}
+      return y
+    })";
+  const char* kNorm = R"(graph g(x: f16[%d,%d,%d]) {
+      m: f16[%d,1,%d] = reduce_mean(x) {axes = [1], keep_dims = true}
+      d: f16[%d,%d,%d] = sub(x, m)
+      q: f16[%d,%d,%d] = mul(d, d)
+      v: f16[%d,1,%d] = reduce_mean(q) {axes = [1], keep_dims = true}
+      r: f16[%d,1,%d] = rsqrt(v)
+      y: f16[%d,%d,%d] = mul(d, r)
+      return y, m
+    })";
+  std::vector<std::pair<std::string, std::string>> graphs;
+  for (auto [k, i] : {std::pair<int64_t, int64_t>{1, 33}, {7, 3}, {1000, 256}, {32768, 96}, {4096, 4096}}) {
+    graphs.push_back({absl::StrFormat("colsum_%dx%d", k, i), absl::StrFormat(kSum, k, i, i)});
+  }
+  for (auto [o, k, i] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 1000, 96}, {16, 77, 40}, {1, 4096, 8}, {3, 5, 1000}}) {
+    graphs.push_back({absl::StrFormat("colsoftmax_%dx%dx%d", o, k, i), absl::StrFormat(kSoftmax, o, k, i, o, k, i)});
+    graphs.push_back({absl::StrFormat("colnorm_%dx%dx%d", o, k, i),
+                      absl::StrFormat(kNorm, o, k, i, o, i, o, k, i, o, k, i, o, i, o, i, o, k, i)});
+  }
+  for (const auto& [name, text] : graphs) {
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    for (const Region& region : analysis->plan.regions) {
+      if (!HasKernel(region.kind)) continue;
+      EXPECT_EQ(region.kind, RegionKind::kColumnReduction) << name;
+      for (const KernelParams& params : CandidateParams(region, H100Spec())) {
+        CheckOptions options;
+        options.params = params;
+        testing_gpu::CheckRegion(absl::StrFormat("%s/r%d %s", name, region.id, params.ToString()), *analysis->graph,
+                                 region, options);
+      }
+    }
+  }
+}
+
 // The row kernel of attention the template does not run: the masked softmax over the stored
 // scores, with masks broadcast over batch and heads ([B,1,1,T] padding, [1,1,S,T]), causal,
 // and S, T not multiples of anything.

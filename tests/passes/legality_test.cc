@@ -1,6 +1,7 @@
 // Each fusion legality rule, shown by a small graph whose ledger must hold a refusal (or an
 // acceptance) under that rule.
 #include "passes/fusion/legality.h"
+#include "passes/fusion/reduce_placement.h"
 
 #include "passes/fusion/priority_fusion.h"
 #include "tests/passes/pass_test_util.h"
@@ -181,14 +182,20 @@ TEST(LegalityTest, ReductionsOverOtherAxesOfAColumnAreRefused) {
   })", "reduce-space", "does not reduce the reduced axes");
 }
 
-// Until the column template runs several levels, a column region holds one reduction.
-TEST(LegalityTest, TwoColumnReductionsOverOneSpaceAreRefused) {
-  ExpectRefused(R"(graph g(x: f32[64,32,16]) {
-    s: f32[1,32,16] = reduce_sum(x) {axes = [0], keep_dims = true}
-    d: f32[64,32,16] = sub(x, s)
-    u: f32[32,16] = reduce_max(d) {axes = [0], keep_dims = false}
-    return u
-  })", "column-reduction", "not another reduction");
+// A column region holds every level of its space: a softmax over a middle axis (max, sum of
+// exponentials, division) is one column kernel, as a last-axis softmax is one row kernel.
+TEST(LegalityTest, SoftmaxOverAMiddleAxisIsOneColumnKernel) {
+  Plan p = PlanText(R"(graph g(x: f32[16,64,32]) {
+    m: f32[16,1,32] = reduce_max(x) {axes = [1], keep_dims = true}
+    d: f32[16,64,32] = sub(x, m)
+    e: f32[16,64,32] = exp(d)
+    s: f32[16,1,32] = reduce_sum(e) {axes = [1], keep_dims = true}
+    y: f32[16,64,32] = div(e, s)
+    return y
+  })");
+  ASSERT_EQ(p.plan.num_kernels(), 1);
+  EXPECT_EQ(p.plan.regions[0].kind, RegionKind::kColumnReduction);
+  EXPECT_EQ(p.plan.regions[0].reduce->levels, 1);  // the max and its sum of exponentials share a level
 }
 
 TEST(LegalityTest, SmallProducerReadElsewhereIsNotWrittenFromABroadcastLoop) {

@@ -176,7 +176,7 @@ TEST(RowFitTest, TheKernelDoesWhatTheModelPrices) {
         absl::StatusOr<KernelSource> ks = EmitKernel(r.region, params);
         ASSERT_TRUE(ks.ok()) << where << ": " << ks.status();
         bool cached = false;
-        for (const std::string& note : ks->notes) cached |= note.rfind("row cached in registers", 0) == 0;
+        for (const std::string& note : ks->notes) cached |= note.rfind("cached in registers", 0) == 0;
         EXPECT_EQ(cached, fit.on_chip) << where << "; " << params.ToString();
       }
     }

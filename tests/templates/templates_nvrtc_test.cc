@@ -120,19 +120,55 @@ extern "C" __global__ void __launch_bounds__(256) use_row_split(const float* x, 
 }
 )", "use_row"},
       {"column_reduce.cuh", R"(
-extern "C" __global__ void use_col(const float* x, const long long* q, float* y, long long* z, long long count) {
-  for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
-    float acc = kiln::Sum::Identity();
-    long long iacc = kiln::MaxI64::Identity(), jacc = kiln::MinI32::Identity();
-    for (long long k = 0; k < 16; ++k) {
-      acc = kiln::Fold<kiln::Sum>(acc, x[k * count + i]);
-      iacc = kiln::MaxI64::Apply(iacc, q[k * count + i]);
-      jacc = kiln::MinI32::Apply(jacc, kiln::SumI64::Apply(q[i], kiln::MaxI32::Identity() + kiln::MinI64::Identity()));
-    }
-    y[i] = acc;
-    z[i] = iacc + jacc;
+// A hand-written column Body (what codegen/emit_reduce.cc generates in column mode): the sum
+// over K of every column of [outer x 1000 x 96] and x divided by it; instantiated cached and
+// streamed with each tile split over 4 blocks.
+struct Body {
+  static constexpr long long kK = 1000;
+  static constexpr long long kI = 96;
+  static constexpr int kV = 4;
+  static constexpr int kLevels = 1;
+  static constexpr unsigned kPassMask = 2u;
+  static constexpr int kCombines = 0;
+  static constexpr int kExchangeWords = 4;
+  const float* __restrict__ x;
+  float* __restrict__ y;
+  long long* __restrict__ m;
+  struct Vec { float x0[4]; };
+  struct Cell { float v0[4]; };
+  struct Acc1 { float a0[4]; };
+  template <int L> struct AccOf { using Type = typename kiln::SelectType<L, Acc1>::Type; };
+  __device__ void Load(long long o, long long k, long long i0, Vec& v) const {
+    kiln::LoadVec<float, 4>(x + (o * kK + k) * kI + i0, v.x0);
   }
-})", "use_col"},
+  __device__ void BeginCell(long long o, long long i0, Cell& cell) const {}
+  __device__ void Init(Acc1& a) const { for (int j = 0; j < kV; ++j) a.a0[j] = kiln::Sum::Identity(); }
+  __device__ void Merge(Acc1& a, const Acc1& b) const { for (int j = 0; j < kV; ++j) a.a0[j] += b.a0[j]; }
+  __device__ void Step(const Cell& cell, Acc1& a, const Vec& v, long long o, long long k, long long i0) const {
+    for (int j = 0; j < kV; ++j) a.a0[j] = kiln::Sum::Apply(a.a0[j], v.x0[j]);
+  }
+  __device__ void Finish(const Acc1& a, Cell& cell, long long o, long long i0) const {
+    for (int j = 0; j < kV; ++j) cell.v0[j] = a.a0[j];
+  }
+  __device__ void Store(const Cell& cell, const Vec& v, long long o, long long k, long long i0) const {
+    float out[4];
+    for (int j = 0; j < kV; ++j) out[j] = v.x0[j] / cell.v0[j];
+    kiln::StoreVec<float, 4>(y + (o * kK + k) * kI + i0, out);
+  }
+  __device__ void StoreCell(const Cell& cell, long long o, long long i0) const {
+    m[o * kI + i0] = kiln::MaxI64::Apply(kiln::SumI64::Apply(1, kiln::MinI32::Identity()), kiln::MaxI32::Identity()) +
+                     kiln::MinI64::Identity();
+  }
+};
+extern "C" __global__ void __launch_bounds__(256) use_col(const float* x, float* y, long long* m, void* scratch,
+                                                        long long tiles) {
+  kiln::ColumnKernel<Body, kiln::ColumnShape<256, 32, 4, 0, 4>>(Body{x, y, m}, tiles, scratch);
+}
+extern "C" __global__ void __launch_bounds__(256) use_col_cached(const float* x, float* y, long long* m,
+                                                               void* scratch, long long tiles) {
+  kiln::ColumnKernel<Body, kiln::ColumnShape<256, 8, 4, 16, 1>>(Body{x, y, m}, tiles, scratch);
+}
+)", "use_col"},
       {"layout.cuh", R"(
 extern "C" __global__ void use_layout(const __half* x, __half* y, const long long* idx, long long count) {
   for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {

@@ -1,12 +1,13 @@
-// Values and indices of the row emitter (codegen/row_emitter.h): every node of the region is
-// evaluated at the current point of the row space, (r, column), where the column is c0 + lane
-// in a vector, c for one element, pc for a one-hot pick, and absent in per-row code. A tensor's
-// element at that point is the one its placement gives: each part of its shape indexed by the
-// row (outer) or the column (reduced), in full, as a numpy broadcast, or not at all.
+// Values and indices of the reduction emitter (codegen/reduce_emitter.h): every node of the
+// region is evaluated at the current point of the space. Rows: (r, column), the column c0 +
+// lane in a vector, c for one element, pc for a one-hot pick, none in per-row code. Columns:
+// (o, k, i0 + lane), k absent in per-column code. A tensor's element at that point is the one
+// its placement gives: each part of its shape indexed by the outer, reduced or inner index,
+// in full, as a numpy broadcast, or not at all.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "codegen/row_emitter.h"
+#include "codegen/reduce_emitter.h"
 #include "ir/base/status.h"
 
 namespace kiln::codegen_internal {
@@ -24,63 +25,77 @@ std::string GroupIndex(const Shape& group, Shape part, const std::string& var) {
 
 }  // namespace
 
-std::string RowEmitter::Column(int lane) const {
+std::string ReduceEmitter::ReducedIndex(int lane) const {
+  if (column_) return where_ == Where::kVector ? "k" : "";
   switch (where_) {
-    case RowWhere::kVector: return lane == 0 ? "c0" : absl::StrCat("(c0 + ", lane, ")");
-    case RowWhere::kElement: return "c";
-    case RowWhere::kPick: return "pc";
+    case Where::kVector: return lane == 0 ? "c0" : absl::StrCat("(c0 + ", lane, ")");
+    case Where::kElement: return "c";
+    case Where::kPick: return "pc";
     default: return "";
   }
 }
 
-absl::StatusOr<std::string> RowEmitter::IndexOf(const Node* n, int lane) const {
+absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) const {
   const Placement& place = pl_.Of(n);
   const Shape& s = n->shape();
   const Shape outer = place.Part(s, 0), reduced = place.Part(s, 1), inner = place.Part(s, 2);
-  if (NumElements(inner) != 1) return absl::InternalError(absl::StrCat(n->name(), " varies along inner axes"));
-  const std::string column = Column(lane);
-  if (NumElements(reduced) > 1 && column.empty()) {
-    return absl::InternalError(absl::StrCat(n->name(), " is needed outside a loop over the row"));
+  const std::string reduced_index = ReducedIndex(lane);
+  if (NumElements(reduced) > 1 && reduced_index.empty()) {
+    return absl::InternalError(absl::StrCat(n->name(), " is needed outside a loop over the reduced axis"));
   }
-  const std::string oi = GroupIndex(pl_.space.Group(0), outer, "r");
-  const std::string ci = GroupIndex(pl_.space.Group(1), reduced, column);
-  return SumTerms({Scale(oi, NumElements(reduced)), ci});
+  const std::string inner_index = lane > 0 ? absl::StrCat("(i0 + ", lane, ")") : "i0";
+  if (NumElements(inner) > 1 && !column_) return absl::InternalError(absl::StrCat(n->name(), " varies along inner axes"));
+  const std::string oi = GroupIndex(pl_.space.Group(0), outer, column_ ? "o" : "r");
+  const std::string ri = GroupIndex(pl_.space.Group(1), reduced, reduced_index);
+  const std::string ii = column_ ? GroupIndex(pl_.space.Group(2), inner, inner_index) : "0";
+  const int64_t inner_size = NumElements(inner);
+  return SumTerms({Scale(oi, NumElements(reduced) * inner_size), Scale(ri, inner_size), ii});
 }
 
-bool RowEmitter::VectorLoadable(const Node* n) const {
+bool ReduceEmitter::VectorLoadable(const Node* n) const {
   const Placement& place = pl_.Of(n);
   const Shape& s = n->shape();
+  if (column_) return NumElements(place.Part(s, 2)) == I_;  // V divides I: aligned, contiguous
   if (NumElements(place.Part(s, 1)) != N_ || NumElements(place.Part(s, 2)) != 1) return false;
-  const int64_t outer = NumElements(place.Part(s, 0));
-  return aligned_ || outer == pl_.space.outer;
+  return aligned_ || NumElements(place.Part(s, 0)) == pl_.space.outer;
 }
 
-bool RowEmitter::PerRow(const Node* n) const {
+bool ReduceEmitter::PerRow(const Node* n) const {
   const Placement& p = pl_.Of(n);
-  return !p.reduced() && !p.inner() && !p.combined;
+  return !p.reduced() && (column_ || !p.inner()) && !p.combined;
 }
 
-TypedExpr RowEmitter::SetRowField(const Node* n, const TypedExpr& e) {
-  std::string field = absl::StrCat("v", row_decls_.size());
-  row_decls_.push_back(absl::StrCat(CTypeName(e.type), " ", field, ";  // ", n->name()));
-  row_fields_[n] = field;
-  w_.Line(absl::StrCat("row.", field, " = ", e.code, ";  // ", n->name()));
-  return TypedExpr{"row." + field, e.type};
+std::string ReduceEmitter::FieldRef(const std::string& field, int lane) const {
+  return column_ ? absl::StrCat(row_, ".", field, "[", std::max(lane, 0), "]") : absl::StrCat(row_, ".", field);
 }
 
-absl::StatusOr<TypedExpr> RowEmitter::Value(const Node* n, int lane) {
+TypedExpr ReduceEmitter::SetRowField(const Node* n, const TypedExpr& e, int lane) {
+  auto it = row_fields_.find(n);
+  if (it == row_fields_.end()) {
+    const std::string field = absl::StrCat("v", row_decls_.size());
+    row_decls_.push_back(absl::StrCat(CTypeName(e.type), " ", field, column_ ? absl::StrCat("[", V_, "]") : "",
+                                      ";  // ", n->name()));
+    it = row_fields_.emplace(n, field).first;
+  }
+  row_set_.insert({n, column_ ? lane : 0});
+  const std::string ref = FieldRef(it->second, lane);
+  w_.Line(absl::StrCat(ref, " = ", e.code, ";  // ", n->name()));
+  return TypedExpr{ref, e.type};
+}
+
+absl::StatusOr<TypedExpr> ReduceEmitter::Value(const Node* n, int lane) {
   if (IsInlinedConstant(n)) return ConstantLiteral(*n);
   const CType type = ComputeType(n->dtype());
-  if (where_ == RowWhere::kCombined) {
+  if (where_ == Where::kCombined) {
     if (auto it = combine_values_.find(n); it != combine_values_.end()) return TypedExpr{it->second, CType::kFloat};
   } else if (PerRow(n)) {
-    if (auto it = row_fields_.find(n); it != row_fields_.end()) return TypedExpr{"row." + it->second, type};
-    if (where_ != RowWhere::kRow) {
+    if (row_set_.count({n, column_ ? lane : 0})) return TypedExpr{FieldRef(row_fields_.at(n), lane), type};
+    if (where_ != Where::kPerRow) {
       return absl::InternalError(absl::StrCat("per-row value ", n->name(), " is read before it is computed"));
     }
     TypedExpr e;
-    KILN_ASSIGN_OR_RETURN(e, Member(n) ? Compute(n, -1) : Load(n, -1));
-    return SetRowField(n, e);
+    KILN_ASSIGN_OR_RETURN(e, Member(n) ? Compute(n, lane) : Load(n, lane));
+    return SetRowField(n, e, lane);
   }
   const std::string key = absl::StrCat(n->name(), "@", lane);
   if (const std::string* v = w_.Lookup(key)) return TypedExpr{*v, type};
@@ -93,10 +108,11 @@ absl::StatusOr<TypedExpr> RowEmitter::Value(const Node* n, int lane) {
   return TypedExpr{var, e.type};
 }
 
-absl::StatusOr<TypedExpr> RowEmitter::Load(const Node* n, int lane) {
+absl::StatusOr<TypedExpr> ReduceEmitter::Load(const Node* n, int lane) {
   const std::string& arg = in_names_.at(n);
   const CType type = ComputeType(n->dtype());
-  if (where_ == RowWhere::kVector && pl_.Of(n).reduced()) {
+  const bool along_vector = column_ ? pl_.Of(n).inner() : pl_.Of(n).reduced();
+  if (where_ == Where::kVector && along_vector) {
     if (auto it = vec_fields_.find(n); it != vec_fields_.end()) {
       return TypedExpr{absl::StrCat("x.", it->second, "[", lane, "]"), type};
     }
@@ -118,20 +134,9 @@ absl::StatusOr<TypedExpr> RowEmitter::Load(const Node* n, int lane) {
   return TypedExpr{absl::StrCat("kiln::ToCompute(", arg, "[", index, "])"), type};
 }
 
-absl::StatusOr<TypedExpr> RowEmitter::Reduced(const Node* n) const {
-  auto it = row_fields_.find(n);
-  if (it == row_fields_.end()) {
+absl::StatusOr<TypedExpr> ReduceEmitter::Compute(const Node* n, int lane) {
+  if (IsReduction(n)) {  // a per-row result: set by its level's Finish
     return absl::InternalError(absl::StrCat("reduction ", n->name(), " is read before its level is done"));
-  }
-  return TypedExpr{"row." + it->second, ComputeType(n->dtype())};
-}
-
-absl::StatusOr<TypedExpr> RowEmitter::Compute(const Node* n, int lane) {
-  if (IsReduction(n)) {
-    if (where_ == RowWhere::kCombined) {
-      return absl::InternalError(absl::StrCat(n->name(), " is read after the combines"));
-    }
-    return Reduced(n);
   }
   if (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo) return Value(n->operand(0), lane);
   std::vector<TypedExpr> operands;
@@ -141,8 +146,8 @@ absl::StatusOr<TypedExpr> RowEmitter::Compute(const Node* n, int lane) {
   }
   uses_philox_ |= n->category() == OpCategory::kRandom;
   const Placement& place = pl_.Of(n);
-  const bool shared_philox = n->category() == OpCategory::kRandom && where_ == RowWhere::kVector && V_ % 4 == 0 &&
-                             NumElements(place.Part(n->shape(), 1)) == N_ &&
+  const bool shared_philox = !column_ && n->category() == OpCategory::kRandom && where_ == Where::kVector &&
+                             V_ % 4 == 0 && NumElements(place.Part(n->shape(), 1)) == N_ &&
                              NumElements(place.Part(n->shape(), 0)) == pl_.space.outer;
   if (shared_philox) {
     // Lanes 4q..4q+3 are elements 4g..4g+3 (vectors start on kV-element boundaries of the row
