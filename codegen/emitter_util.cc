@@ -121,7 +121,7 @@ bool IsIndexRemapping(const Node* n) {
 }
 
 void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& includes,
-                  const std::vector<std::string>& comment, int launch_bound,
+                  const std::vector<std::string>& comment, const KernelParams& launch,
                   const std::vector<std::string>& params, const std::string& body, const std::string& call,
                   KernelSource* out) {
   std::string text;
@@ -133,8 +133,10 @@ void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& i
     if (p.find('*') == std::string::npos || p.find("scratch") != std::string::npos) continue;
     pointers.push_back(p.substr(p.rfind(' ') + 1));
   }
+  const std::string bounds = launch.min_blocks > 0 ? absl::StrCat(launch.block_size, ", ", launch.min_blocks)
+                                                  : absl::StrCat(launch.block_size);
   absl::StrAppend(&text, "\nstruct Body {\n", body, "};\n\nextern \"C\" __global__ void __launch_bounds__(",
-                  launch_bound, ") KILN_KERNEL_NAME(\n    ", absl::StrJoin(params, ",\n    "),
+                  bounds, ") KILN_KERNEL_NAME(\n    ", absl::StrJoin(params, ",\n    "),
                   ") {\n  const Body body{", absl::StrJoin(pointers, ", "), "};\n  ", call, "\n}\n");
   out->name = absl::StrCat("kiln_", kind_tag, "_", Hex64(Fnv1a64(text)));
   out->source = absl::StrReplaceAll(text, {{"KILN_KERNEL_NAME", out->name}});

@@ -57,13 +57,13 @@ void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vect
 // Joins the pieces of a kernel's translation unit: a header comment, #includes, `struct Body
 // { body }` (the generated fused expressions; its first members are the pointer fields, in
 // parameter order, so it is built by aggregate initialisation), and the extern "C" entry
-//   extern "C" __global__ void __launch_bounds__(B) kiln_<tag>_<hash>(params) {
+//   extern "C" __global__ void __launch_bounds__(B[, min blocks per SM]) kiln_<tag>_<hash>(params) {
 //     const Body body{<the pointer parameters>};
 //     <call>                       e.g. kiln::RowKernel<Body, kiln::RowShape<...>>(body, count, scratch);
 //   }
 // named by the hash of everything else.
 void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& includes,
-                  const std::vector<std::string>& comment, int launch_bound,
+                  const std::vector<std::string>& comment, const KernelParams& launch,
                   const std::vector<std::string>& params, const std::string& body, const std::string& call,
                   KernelSource* out);
 

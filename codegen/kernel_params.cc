@@ -15,6 +15,7 @@ std::string KernelParams::ToString() const {
   if (tile_m != 0 || tile_n != 0) absl::StrAppend(&s, " tile=", tile_m, "x", tile_n);
   if (stages != 0) absl::StrAppend(&s, " stages=", stages);
   if (warps != 0) absl::StrAppend(&s, " warps=", warps);
+  if (min_blocks != 0) absl::StrAppend(&s, " min_blocks=", min_blocks);
   return s;
 }
 
@@ -44,7 +45,8 @@ absl::Status ValidateParams(const KernelParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": split must be in [1, 1024], and > 1 only with a block per row"));
   }
-  if (p.tile_m < 0 || p.tile_n < 0 || p.stages < 0 || p.warps < 0 || p.warps > 32) {
+  if (p.tile_m < 0 || p.tile_n < 0 || p.stages < 0 || p.warps < 0 || p.warps > 32 || p.min_blocks < 0 ||
+      p.min_blocks * p.block_size > 2048) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": tiles, stages and warps are >= 0 (warps at most 32)"));
   }
@@ -89,7 +91,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   if (region.kind == RegionKind::kColumnReduction) {
     // The column launch rule, shared with the cost model (passes/cost/row_fit.h).
     const RowFit& fit = region.reduce->fit;
-    p.block_size = 256;
+    p.block_size = static_cast<int>(fit.threads * fit.lanes);
     p.vector_width = fit.vector;
     p.tile_n = fit.lanes;
     p.split = fit.split;
@@ -113,6 +115,11 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     // A warp per row, or part of one for short rows: enough lanes for one vector each.
     p.block_size = 256;
     p.rows_per_block = p.block_size / ThreadsForShortRow(share, p.vector_width);
+  } else if (fit.split > 1) {
+    // A split row's blocks must all be resident: the threads the rule spread the share over
+    // (at most 512, two blocks per SM), not more.
+    p.block_size = static_cast<int>(std::clamp<int64_t>(fit.threads, 128, 512));
+    p.rows_per_block = 1;
   } else {
     p.block_size = std::clamp(RoundDownPow2(share / p.vector_width / 4), 128, 1024);
     p.rows_per_block = 1;
@@ -188,6 +195,11 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     p.chunk = d.chunk == 0 ? tpr * p.vector_width * 2 : 0;
     const int64_t per_thread = (region.reduce->fit.share + tpr - 1) / tpr;
     if (p.chunk > 0 || per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread) add(p);
+  }
+  if (d.block_size <= 512) {  // more resident blocks per SM (the compiler keeps fewer registers)
+    KernelParams p = d;
+    p.min_blocks = 1536 / d.block_size;
+    add(p);
   }
   if (d.split > 1) {  // fewer or more blocks per row
     for (int split : {d.split / 2, d.split * 2}) {

@@ -16,6 +16,7 @@
 //                   combining their partial results deterministically; 1 = none
 //   tile_m, tile_n  tiled kinds (layout, column reduction, attention): the tile's extents
 //   stages, warps   tiled kinds: pipeline depth and warps per block (0: the kind's default)
+//   min_blocks      blocks per SM the compiler must fit (caps registers; 0: its own choice)
 #ifndef KILN_CODEGEN_KERNEL_PARAMS_H_
 #define KILN_CODEGEN_KERNEL_PARAMS_H_
 
@@ -39,6 +40,7 @@ struct KernelParams {
   int split = 1;
   int tile_m = 0, tile_n = 0;
   int stages = 0, warps = 0;
+  int min_blocks = 0;  // __launch_bounds__'s minimum resident blocks per SM (0: none)
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
   // (" split=4", " tile=64x64", " stages=2", " warps=4").

@@ -8,7 +8,8 @@
 // threads are kLanesI wide along i (each kV adjacent columns: one 16-byte vector, coalesced
 // across the warp) and kRowsK deep along K (each a strided share of K). With kSplit > 1 the K
 // axis of a tile is also split over kSplit blocks (a cooperative launch), which exchange their
-// partial results through global memory as split rows do (row_reduce.cuh's SplitMerge).
+// partial results through global memory as split rows do (row_reduce.cuh's SplitMerge: the last
+// block to arrive merges them in order and publishes the result).
 //
 //   for each tile (o, i0..) owned:
 //     BeginCell                 per-column values that need no reduction
@@ -63,6 +64,18 @@ __device__ __forceinline__ void ColumnMerge(const Body& body, Acc& a, unsigned* 
   __syncthreads();
 }
 
+// ColumnMerge as a callable (SplitMerge's block-level merge).
+template <class Shape, class Body>
+struct ColumnMergeOp {
+  const Body& body;
+  unsigned* smem;
+  int ti, tk;
+  template <class Acc>
+  __device__ __forceinline__ void operator()(Acc& a) const {
+    ColumnMerge<Shape>(body, a, smem, ti, tk);
+  }
+};
+
 // One pass over the thread's share of K: pass(k, x) for each k, x the cached inputs at (k, i0).
 template <class Body, class Shape, class Pass>
 __device__ __forceinline__ void ForColumn(const Body& body, long long o, long long i0, long long kbegin, long long kend,
@@ -75,10 +88,20 @@ __device__ __forceinline__ void ForColumn(const Body& body, long long o, long lo
       if (k < kend) pass(k, cache[j]);
     }
   } else {
-    for (long long k = kbegin + tk; k < kend; k += Shape::kRowsK) {
-      typename Body::Vec x;
-      body.Load(o, k, i0, x);
-      pass(k, x);
+    // Four vectors in flight per thread: load them all, then use them.
+    constexpr int kAhead = 4;
+    for (long long k0 = kbegin + tk; k0 < kend; k0 += kAhead * Shape::kRowsK) {
+      typename Body::Vec x[kAhead];
+#pragma unroll
+      for (int j = 0; j < kAhead; ++j) {
+        const long long k = k0 + static_cast<long long>(j) * Shape::kRowsK;
+        if (k < kend) body.Load(o, k, i0, x[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kAhead; ++j) {
+        const long long k = k0 + static_cast<long long>(j) * Shape::kRowsK;
+        if (k < kend) pass(k, x[j]);
+      }
     }
   }
 }
@@ -116,9 +139,11 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
       if (active) ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStep<Body, Acc>{body, cell, acc, o, i0});
       ColumnMerge<Shape>(body, acc, smem, ti, tk);
       if constexpr (Shape::kSplit > 1) {
-        SplitMerge<Shape::kSplit>(body, acc, barrier,
-                                  slots + ((L - 1) * Shape::kSplit * Shape::kLanesI + ti) * Body::kExchangeWords, split,
-                                  PassIndex<Body::kPassMask, L>(), Shape::kLanesI);
+        constexpr long long kLevelWords = (Shape::kSplit + 1) * Shape::kLanesI * Body::kExchangeWords;
+        const SplitSync sync{barrier, slots + (L - 1) * kLevelWords,
+                             slots + (L - 1) * kLevelWords + Shape::kSplit * Shape::kLanesI * Body::kExchangeWords};
+        SplitMerge<Shape::kSplit>(body, acc, sync, split, PassIndex<Body::kPassMask, L>(), Shape::kLanesI, ti, tk,
+                                  Shape::kRowsK, ColumnMergeOp<Shape, Body>{body, smem, ti, tk});
       }
     }
     if (active) body.Finish(acc, cell, o, i0);
@@ -145,7 +170,7 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
   unsigned* slots_base = nullptr;
   if constexpr (Shape::kSplit > 1) {
     barrier_base = reinterpret_cast<unsigned*>(CombinePartials(scratch));
-    slots_base = barrier_base + 2 * tiles;
+    slots_base = barrier_base + 3 * tiles;
   }
   for (long long p = blockIdx.x / Shape::kSplit; p < tiles; p += tile_blocks) {
     const long long o = p / kTiles;
@@ -161,9 +186,10 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
         }
       }
     }
-    unsigned* barrier = barrier_base ? barrier_base + 2 * p : nullptr;
+    unsigned* barrier = barrier_base ? barrier_base + 3 * p : nullptr;
     unsigned* slots =
-        slots_base ? slots_base + p * Body::kLevels * Shape::kSplit * Shape::kLanesI * Body::kExchangeWords : nullptr;
+        slots_base ? slots_base + p * Body::kLevels * (Shape::kSplit + 1) * Shape::kLanesI * Body::kExchangeWords
+                   : nullptr;
     typename Body::Cell cell;
     if (active) body.BeginCell(o, i0, cell);
     ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split);

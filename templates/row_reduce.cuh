@@ -136,13 +136,25 @@ __device__ __forceinline__ void GroupMerge(const Body& body, Acc& a, unsigned* s
   }
 }
 
+// GroupMerge as a callable (SplitMerge's block-level merge).
+template <int kThreads, int kBlock, class Body>
+struct GroupMergeOp {
+  const Body& body;
+  unsigned* smem;
+  template <class Acc>
+  __device__ __forceinline__ void operator()(Acc& a) const {
+    GroupMerge<kThreads, kBlock>(body, a, smem);
+  }
+};
+
 // ---- scratch: combines and split rows -------------------------------------------------------
 // Scratch (KernelSource::scratch, zero before the first launch and left zero by every launch):
 //   [0, 16)      the combine counter (the last block to finish folds the partials)
 //   [16, 32)     unused
 //   [32, ...)    rows * kCombines floats: each row's combine partials
-//   then         rows * 2 words: each split row's barrier counters (arrive, depart)
-//   then         rows * kLevels * kSplit * kExchangeWords words: the blocks' partial accumulators
+//   then         rows * 3 words: each split row's counters (arrive, done, depart)
+//   then         rows * kLevels * (kSplit + 1) * kExchangeWords words: per level, the blocks'
+//                partial accumulators and the merged result
 __device__ __forceinline__ unsigned int* CombineCounter(void* scratch) {
   return reinterpret_cast<unsigned int*>(scratch);
 }
@@ -175,49 +187,82 @@ __device__ __forceinline__ float CombineRows(const float* partials, long long ro
   return BlockReduce<Op, kBlock>(acc, smem);
 }
 
-// The blocks that share a split row (or a split column tile) exchange their partial
-// accumulators through global memory: each block publishes its own (one per lane: a row has
-// one, a column tile kLanesI, published by threads 0..lanes-1), waits until all kSplit blocks
-// have (every block is resident: the launch is cooperative), then every thread merges all
-// kSplit of its lane in block order, so all blocks hold the same bits. `slots` is this
-// thread's lane's slot of split 0; split s's is `lanes` slots further on per s. The counters
-// are reset by the last block to leave (SplitLeave).
-template <int kSplit, class Body, class Acc>
-__device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, unsigned* barrier, unsigned* slots, int split,
-                                           unsigned pass, int lanes = 1) {
+// The blocks that share a split row (or a split column tile) combine their partial
+// accumulators through global memory, once per level:
+//   1. every block publishes its own (one slot per lane: a row has one lane, a column tile
+//      kLanesI, published by threads 0..lanes-1) and counts itself in `arrive`;
+//   2. the last block to arrive merges all kSplit of them in block order (each thread folds a
+//      fixed set of slots, then the block merges in a fixed tree: `block_merge`), publishes the
+//      result and bumps `done`;
+//   3. the others wait (a sleeping spin on `done`, every block resident: the launch is
+//      cooperative) and read the result.
+// Which block arrives last changes nothing in the order of the merge, so every run gives the
+// same bits; each block reads one result instead of all kSplit partials. The counters are
+// reset by the last block to leave (SplitLeave).
+struct SplitSync {
+  unsigned* counters;  // arrive, done, depart
+  unsigned* slots;     // kSplit x lanes accumulators
+  unsigned* result;    // lanes accumulators
+};
+
+__device__ __forceinline__ unsigned VolatileLoad(const unsigned* p) { return *reinterpret_cast<const volatile unsigned*>(p); }
+
+// `first`, `step`: the slots this thread folds when its block is last (first, first + step, ...);
+// `lane`: its lane (the slot it publishes when threadIdx.x < lanes, and the result it reads).
+template <int kSplit, class Body, class Acc, class BlockMerge>
+__device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, const SplitSync& sync, int split, unsigned pass,
+                                           int lanes, int lane, int first, int step, const BlockMerge& block_merge) {
   constexpr int kWords = AccWords<Acc>::kCount;
   const int stride = lanes * Body::kExchangeWords;
+  __shared__ bool last;
   unsigned w[kWords];
   if (static_cast<int>(threadIdx.x) < lanes) {
     memcpy(w, &a, sizeof(Acc));
 #pragma unroll
-    for (int i = 0; i < kWords; ++i) __stcg(slots + split * stride + i, w[i]);
+    for (int i = 0; i < kWords; ++i) __stcg(sync.slots + split * stride + threadIdx.x * Body::kExchangeWords + i, w[i]);
     __threadfence();
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    atomicAdd(barrier, 1u);
-    while (atomicAdd(barrier, 0u) < kSplit * pass) {
+  if (threadIdx.x == 0) last = atomicAdd(sync.counters, 1u) == kSplit * pass - 1;
+  __syncthreads();
+  if (last) {
+    __threadfence();  // the other blocks' slots are visible
+    Acc m;
+    body.Init(m);
+    for (int s = first; s < kSplit; s += step) {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) w[i] = __ldcg(sync.slots + s * stride + lane * Body::kExchangeWords + i);
+      Acc o;
+      memcpy(&o, w, sizeof(Acc));
+      body.Merge(m, o);
     }
-    __threadfence();
-  }
-  __syncthreads();
+    block_merge(m);
+    a = m;
+    if (static_cast<int>(threadIdx.x) < lanes) {
+      memcpy(w, &a, sizeof(Acc));
 #pragma unroll
-  for (int i = 0; i < kWords; ++i) w[i] = __ldcg(slots + i);
-  memcpy(&a, w, sizeof(Acc));
-  for (int s = 1; s < kSplit; ++s) {
+      for (int i = 0; i < kWords; ++i) __stcg(sync.result + threadIdx.x * Body::kExchangeWords + i, w[i]);
+      __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) atomicExch(sync.counters + 1, pass);
+  } else {
+    if (threadIdx.x == 0) {
+      while (VolatileLoad(sync.counters + 1) < pass) __nanosleep(32);
+      __threadfence();
+    }
+    __syncthreads();
 #pragma unroll
-    for (int i = 0; i < kWords; ++i) w[i] = __ldcg(slots + s * stride + i);
-    Acc o;
-    memcpy(&o, w, sizeof(Acc));
-    body.Merge(a, o);
+    for (int i = 0; i < kWords; ++i) w[i] = __ldcg(sync.result + lane * Body::kExchangeWords + i);
+    memcpy(&a, w, sizeof(Acc));
   }
 }
 
-__device__ __forceinline__ void SplitLeave(unsigned* barrier, int split_count) {
-  if (threadIdx.x == 0 && atomicAdd(barrier + 1, 1u) == static_cast<unsigned>(split_count - 1)) {
-    atomicExch(barrier, 0u);
-    atomicExch(barrier + 1, 0u);
+__device__ __forceinline__ void SplitLeave(unsigned* counters, int split_count) {
+  if (threadIdx.x == 0 && atomicAdd(counters + 2, 1u) == static_cast<unsigned>(split_count - 1)) {
+    atomicExch(counters, 0u);
+    atomicExch(counters + 1, 0u);
+    atomicExch(counters + 2, 0u);
   }
 }
 
@@ -344,8 +389,11 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
     ForRow<Body, Shape>(body, span, r, t, cache, StepPass<Body, Acc>{body, row, acc, r});
     GroupMerge<Shape::kThreadsPerRow, Shape::kBlock>(body, acc, smem);
     if constexpr (Shape::kSplit > 1) {
-      SplitMerge<Shape::kSplit>(body, acc, barrier, slots + (L - 1) * Shape::kSplit * Body::kExchangeWords, split,
-                                PassIndex<Body::kPassMask, L>());
+      const SplitSync sync{barrier, slots + (L - 1) * (Shape::kSplit + 1) * Body::kExchangeWords,
+                           slots + ((L - 1) * (Shape::kSplit + 1) + Shape::kSplit) * Body::kExchangeWords};
+      SplitMerge<Shape::kSplit>(body, acc, sync, split, PassIndex<Body::kPassMask, L>(), 1, 0,
+                                static_cast<int>(threadIdx.x), Shape::kBlock,
+                                GroupMergeOp<Shape::kThreadsPerRow, Shape::kBlock, Body>{body, smem});
     }
   }
   body.Finish(acc, row, r);
@@ -389,7 +437,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
   if constexpr (Shape::kSplit > 1) {
     unsigned* after_partials = reinterpret_cast<unsigned*>(CombinePartials(scratch) + rows * Body::kCombines);
     barrier_base = after_partials;
-    slots_base = after_partials + 2 * rows;
+    slots_base = after_partials + 3 * rows;
   }
   for (long long r0 = (blockIdx.x / Shape::kSplit) * Shape::kRowsPerBlock; r0 < rows;
        r0 += row_blocks * Shape::kRowsPerBlock) {
@@ -406,8 +454,8 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
         if (j < span.vend) body.Load(r, span.head + j * Shape::kV, cache[k]);
       }
     }
-    unsigned* barrier = barrier_base ? barrier_base + 2 * r : nullptr;
-    unsigned* slots = slots_base ? slots_base + r * Body::kLevels * Shape::kSplit * Body::kExchangeWords : nullptr;
+    unsigned* barrier = barrier_base ? barrier_base + 3 * r : nullptr;
+    unsigned* slots = slots_base ? slots_base + r * Body::kLevels * (Shape::kSplit + 1) * Body::kExchangeWords : nullptr;
     typename Body::Row row;
     body.BeginRow(r, row);
     RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);

@@ -1,8 +1,10 @@
 #include "passes/cost/row_fit.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "passes/cost/cost_model.h"
 #include "passes/fusion/reduce_placement.h"
 
 namespace kiln {
@@ -42,13 +44,11 @@ int VectorElements(const Region& region, int64_t must_divide) {
 }
 
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
-  constexpr int64_t kBlock = 256;
   RowFit fit;
   const ReduceSpace& space = placement.space;
   const int64_t K = space.reduced, I = space.inner;
   fit.vector = VectorElements(region, I);
   fit.lanes = static_cast<int>(std::min<int64_t>(kWarp, RoundUpPow2((I + fit.vector - 1) / fit.vector)));
-  fit.threads = kBlock / fit.lanes;  // along K
   const int64_t tiles = space.outer * ((I + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   for (const Node* in : region.inputs) {
     const Placement& p = placement.Of(in);
@@ -56,17 +56,34 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   }
   fit.row_inputs = std::max<int64_t>(fit.row_inputs, 1);
   const int64_t target = kSplitTargetBlocksPerSm * std::max(device.sm_count, 1);
-  auto per_thread = [&](int64_t split) {
-    return fit.row_inputs * ((K + split * fit.threads - 1) / (split * fit.threads)) * fit.vector;
-  };
-  int64_t split = 1;
-  if (tiles < target) split = std::max<int64_t>(1, std::min((target + tiles - 1) / tiles, K / (fit.threads * 4)));
-  // More blocks per tile where that keeps each thread's share of K on chip (and the row is
-  // read once): up to the target number of blocks per tile.
-  while (per_thread(split) > kRowCacheFloatsPerThread && split * 2 <= target && K >= split * 2 * fit.threads) split *= 2;
-  fit.split = static_cast<int>(split);
-  fit.share = (K + split - 1) / split;
-  fit.per_thread = per_thread(split);
+  // A region that would stream K again for each level (or for its full-space outputs) is worth
+  // keeping on chip: deeper blocks first, then more blocks per tile (up to twice the target).
+  const bool rereads = placement.levels > 1 || std::any_of(region.outputs.begin(), region.outputs.end(), [&](const Node* o) {
+                         return placement.Of(o).reduced();
+                       });
+  int64_t best_block = 256, best_split = 1;
+  for (int64_t block : {256, 512, 1024}) {
+    const int64_t threads = block / fit.lanes;  // along K
+    auto per_thread = [&](int64_t split) {
+      return fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * fit.vector;
+    };
+    int64_t split = 1;
+    if (tiles < target) split = std::max<int64_t>(1, std::min((target + tiles - 1) / tiles, K / (threads * 4)));
+    while (rereads && per_thread(split) > kRowCacheFloatsPerThread && tiles * split * 2 <= 2 * target &&
+           K >= split * 2 * threads) {
+      split *= 2;
+    }
+    if (block == 256) best_split = split;
+    if (!rereads || per_thread(split) <= kRowCacheFloatsPerThread) {
+      best_block = block;
+      best_split = split;
+      break;
+    }
+  }
+  fit.threads = best_block / fit.lanes;
+  fit.split = static_cast<int>(best_split);
+  fit.share = (K + best_split - 1) / best_split;
+  fit.per_thread = fit.row_inputs * ((K + best_split * fit.threads - 1) / (best_split * fit.threads)) * fit.vector;
   fit.on_chip = fit.per_thread <= kRowCacheFloatsPerThread;
   const bool full_outputs = std::any_of(region.outputs.begin(), region.outputs.end(),
                                         [&](const Node* o) { return placement.Of(o).reduced(); });
@@ -75,7 +92,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   fit.reason = absl::StrFormat(
       "columns [%d | %d | %d]: %d lanes of %d along i x %d threads along K, %d tile%s%s; %d values per thread %s",
       space.outer, K, I, fit.lanes, fit.vector, fit.threads, tiles, tiles == 1 ? "" : "s",
-      split > 1 ? absl::StrFormat(" split over %d blocks each", split) : "", fit.per_thread,
+      best_split > 1 ? absl::StrFormat(" split over %d blocks each", best_split) : "", fit.per_thread,
       fit.on_chip ? "kept in registers" : absl::StrFormat("do not fit: streamed, %d passes", fit.passes));
   return fit;
 }
@@ -88,13 +105,6 @@ bool IsCachedRowInput(const ReducePlacement& placement, const Node* input) {
 RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
   RowFit fit;
   const int64_t rows = placement.space.outer, length = placement.space.reduced;
-  const int64_t target = kSplitTargetBlocksPerSm * std::max(device.sm_count, 1);
-  if (length > kWarpRowMax && rows < target) {
-    const int64_t by_blocks = (target + rows - 1) / rows;
-    fit.split = static_cast<int>(std::clamp<int64_t>(std::min(by_blocks, length / kMinSplitShare), 1, 1024));
-  }
-  fit.share = (length + fit.split - 1) / fit.split;
-  const int64_t n = fit.share;
   const Node* sample = nullptr;
   for (const Node* in : region.inputs) {
     if (IsCachedRowInput(placement, in)) {
@@ -108,6 +118,38 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
       device.RowBudgetValues() > 0
           ? std::clamp<int64_t>(device.RowBudgetValues() / kRowCacheFloatsPerThread, kWarp, 1024)
           : 1024;
+  const int64_t target = kSplitTargetBlocksPerSm * std::max(device.sm_count, 1);
+  if (length > kWarpRowMax && rows < target) {
+    const int64_t by_blocks = (target + rows - 1) / rows;
+    fit.split = static_cast<int>(std::clamp<int64_t>(std::min(by_blocks, length / kMinSplitShare), 1, 1024));
+  }
+  // A row that would be streamed again for each level (or for its row-shaped outputs) may be
+  // split further until each block's share fits on chip, so that it is read once: taken when
+  // the model prices it cheaper, the bytes saved against the blocks of a row waiting for each
+  // other once per level (every round of resident blocks).
+  const bool row_outputs = std::any_of(region.outputs.begin(), region.outputs.end(),
+                                       [&](const Node* o) { return placement.Of(o).reduced(); });
+  const bool rereads = placement.levels > 1 || row_outputs;
+  auto share_of = [&](int64_t split) { return (length + split - 1) / split; };
+  auto fits = [&](int64_t split) {
+    return PerThread(share_of(split), fit.row_inputs, max_threads) <= kRowCacheFloatsPerThread;
+  };
+  int64_t row_bytes = 0;
+  for (const Node* in : region.inputs) row_bytes += IsCachedRowInput(placement, in) ? in->num_bytes() : 0;
+  auto price = [&](int64_t split) {
+    const int passes = fits(split) ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
+    const int64_t blocks = length > kWarpRowMax ? rows * split : (rows + 7) / 8;
+    const double rounds = split > 1 ? std::ceil(static_cast<double>(blocks) / target) : 0;
+    return static_cast<double>(row_bytes) * passes / DrawnBandwidth(device, blocks) +
+           rounds * placement.levels * device.grid_sync_us;
+  };
+  if (length > kWarpRowMax && rereads && !fits(fit.split)) {
+    int64_t split = fit.split;
+    while (!fits(split) && share_of(split * 2) >= kMinSplitShare && split * 2 <= 1024) split *= 2;
+    if (fits(split) && price(split) < price(fit.split)) fit.split = static_cast<int>(split);
+  }
+  fit.share = share_of(fit.split);
+  const int64_t n = fit.share;
   const std::string what =
       fit.split > 1
           ? absl::StrFormat("row of %d split over %d blocks (%d rows): %d %s values x %d input%s per block", length,
@@ -136,8 +178,6 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
                                  fit.per_thread, fit.threads);
     return fit;
   }
-  const bool row_outputs = std::any_of(region.outputs.begin(), region.outputs.end(),
-                                       [&](const Node* o) { return placement.Of(o).reduced(); });
   fit.online_max_sum = !placement.online_max.empty();
   const int statistics = placement.levels;
   fit.passes = std::max(1, statistics + (row_outputs ? 1 : 0));
