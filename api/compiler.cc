@@ -66,6 +66,7 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   // runtime/device_info does not read the SM clock: the h100 per-SM rates (GH100 at its boost
   // clock) times the SM count; for another architecture they are a guess.
   const double per_sm = h100.sm_count > 0 ? static_cast<double>(info.sm_count) / h100.sm_count : 1.0;
+  s.l2_bytes_per_us = h100.l2_bytes_per_us * per_sm;  // the h100 estimate, by SM count
   s.f32_flops_per_us = h100.f32_flops_per_us * per_sm;
   s.sfu_ops_per_us = h100.sfu_ops_per_us * per_sm;
   s.matmul_bf16_flops_per_us = h100.matmul_bf16_flops_per_us * per_sm;

@@ -91,7 +91,29 @@ absl::Status ReduceEmitter::EmitBeginRow() {
       if (PerRow(n) && !IsReduction(n) && pl_.Of(n).level == 0) KILN_RETURN_IF_ERROR(Value(n, lane).status());
     }
   }
+  KILN_RETURN_IF_ERROR(EmitReciprocals(0));
   Function(column_ ? "BeginCell(long long o, long long i0, Cell& cell)" : "BeginRow(long long r, Row& row)");
+  return absl::OkStatus();
+}
+
+// x / s with s constant along the row and x not (softmax's e / sum, a norm's d / std): one
+// IEEE division per row and a multiply per element, instead of a division per element (about
+// ten instructions: the row kernels are otherwise instruction-bound). Within 1.5 ulp of f32.
+absl::Status ReduceEmitter::EmitReciprocals(int level) {
+  for (const Node* n : r_.nodes) {
+    if (n->op() != OpKind::kDiv || ComputeType(n->dtype()) != CType::kFloat || PerRow(n)) continue;
+    const Node* s = n->operand(1);
+    if (IsInlinedConstant(s) || !PerRow(s) || pl_.Of(s).level != level || recip_fields_.count(s)) continue;
+    const std::string field = absl::StrCat("v", row_decls_.size());
+    row_decls_.push_back(absl::StrCat("float ", field, column_ ? absl::StrCat("[", V_, "]") : "", ";  // 1 / ",
+                                      s->name()));
+    recip_fields_[s] = field;
+    for (int lane = 0; lane < PerRowLanes(); ++lane) {
+      KILN_ASSIGN_OR_RETURN(TypedExpr v, Value(s, lane));
+      w_.Line(absl::StrCat(FieldRef(field, lane), " = 1.0f / ", Coerce(v, CType::kFloat).code, ";  // 1 / ",
+                           s->name()));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -194,6 +216,7 @@ absl::Status ReduceEmitter::EmitFinish(int level) {
       if (PerRow(n) && !IsReduction(n) && pl_.Of(n).level == level) KILN_RETURN_IF_ERROR(Value(n, lane).status());
     }
   }
+  KILN_RETURN_IF_ERROR(EmitReciprocals(level));
   Function(column_ ? absl::StrCat("Finish(const Acc", level, "& a, Cell& cell, long long o, long long i0)")
                    : absl::StrCat("Finish(const Acc", level, "& a, Row& row, long long r)"));
   return absl::OkStatus();
@@ -407,6 +430,8 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   std::string body = column_ ? absl::StrCat("  static constexpr long long kK = ", N_, ";\n  static constexpr long long kI = ",
                                             I_, ";\n")
                              : absl::StrCat("  static constexpr long long kN = ", N_, ";\n");
+  const bool stores = std::any_of(r_.outputs.begin(), r_.outputs.end(), [&](const Node* o) { return pl_.Of(o).reduced(); });
+  absl::StrAppend(&body, "  static constexpr bool kStores = ", stores ? "true" : "false", ";\n");
   absl::StrAppend(&body, "  static constexpr int kV = ", V_, ";\n  static constexpr int kLevels = ", pl_.levels,
                   ";\n  static constexpr unsigned kPassMask = ", pass_mask, "u;\n  static constexpr int kCombines = ",
                   pl_.combines.size(), ";\n  static constexpr int kExchangeWords = ", exchange_words, ";\n");

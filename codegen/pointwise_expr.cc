@@ -248,7 +248,7 @@ absl::StatusOr<TypedExpr> EmitPointwiseExpr(const Node& node, const std::vector<
     switch (op) {
       case OpKind::kNeg: e = absl::StrCat("(-", x, ")"); break;
       case OpKind::kAbs: e = Call("fabsf", x); break;
-      case OpKind::kExp: e = Call("expf", x); break;
+      case OpKind::kExp: e = Call("kiln::Exp", x); break;
       case OpKind::kLog: e = Call("logf", x); break;
       case OpKind::kSqrt: e = Call("sqrtf", x); break;
       case OpKind::kRsqrt: e = Call("kiln::Rsqrt", x); break;

@@ -63,6 +63,7 @@ class ReduceEmitter {
   int PerRowLanes() const { return column_ ? V_ : 1; }
   std::string Guard(const Node* output, int lane) const;  // who writes an output broadcast along a group
   absl::Status EmitBeginRow();
+  absl::Status EmitReciprocals(int level);
   absl::Status EmitLevel(int level);
   absl::Status EmitStep(int level, bool vector);
   absl::Status EmitFinish(int level);
@@ -93,6 +94,7 @@ class ReduceEmitter {
   std::map<const Node*, std::string> vec_fields_;  // cached input -> field of Vec ("x0")
   std::vector<std::string> vec_decls_;
   std::map<const Node*, std::string> acc_fields_;  // accumulated reduction -> field of its AccN
+  std::map<const Node*, std::string> recip_fields_;  // per-row divisor -> field holding 1 / it
   std::map<const Node*, std::string> combine_values_;  // in Combined: combine -> local
   std::string functions_;
   std::vector<std::string> notes_;

@@ -139,6 +139,12 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Compute(const Node* n, int lane) {
     return absl::InternalError(absl::StrCat("reduction ", n->name(), " is read before its level is done"));
   }
   if (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo) return Value(n->operand(0), lane);
+  if (auto recip = n->op() == OpKind::kDiv ? recip_fields_.find(n->operand(1)) : recip_fields_.end();
+      recip != recip_fields_.end() && where_ != Where::kPerRow && where_ != Where::kCombined) {
+    KILN_ASSIGN_OR_RETURN(TypedExpr x, Value(n->operand(0), lane));
+    return TypedExpr{absl::StrCat("(", Coerce(x, CType::kFloat).code, " * ", FieldRef(recip->second, lane), ")"),
+                     CType::kFloat};
+  }
   std::vector<TypedExpr> operands;
   for (const Node* o : n->operands()) {
     KILN_ASSIGN_OR_RETURN(TypedExpr oe, Value(o, lane));

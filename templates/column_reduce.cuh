@@ -151,7 +151,8 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
   }
 }
 
-// The kernel body. `Body` (generated) provides kK, kI, kV, kLevels, kPassMask, kExchangeWords
+// The kernel body. `Body` (generated) provides kK, kI, kV, kLevels, kPassMask, kStores (whether
+// there are outputs of the full space: else no final pass), kExchangeWords
 // (the largest accumulator, in words), the types Vec, Cell and AccOf<L>::Type, and
 //   Load(o, k, i0, Vec&); BeginCell(o, i0, Cell&); Init(Acc&); Merge(Acc&, const Acc&);
 //   Step(const Cell&, Acc&, const Vec&, o, k, i0); Finish(const Acc&, Cell&, o, i0);
@@ -194,7 +195,9 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
     if (active) body.BeginCell(o, i0, cell);
     ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split);
     if (active) {
-      ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStore<Body>{body, cell, o, i0});
+      if constexpr (Body::kStores) {
+        ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStore<Body>{body, cell, o, i0});
+      }
       if (tk == 0 && split == 0) body.StoreCell(cell, o, i0);
     }
     if constexpr (Shape::kSplit > 1) SplitLeave(barrier, Shape::kSplit);

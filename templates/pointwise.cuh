@@ -47,6 +47,15 @@ __device__ __forceinline__ float MaxNaN(float a, float b) {
 __device__ __forceinline__ float MinNaN(float a, float b) {
   return (a != a || b != b) ? kNaNF() : (b < a ? b : a);
 }
+// exp: y = e^x as 2^(x log2 e) on the special-function unit (ex2.approx.ftz): about 2 ulp,
+// plus |x| 2^-24 relative from rounding the product; results below 2^-126 flush to 0. Two
+// instructions instead of expf's eight (what Triton's exp does too): softmax and its kin are
+// otherwise instruction-bound at the copy bandwidth.
+__device__ __forceinline__ float Exp(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
 // sigmoid: y = 1 / (1 + e^-x).
 __device__ __forceinline__ float Sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 // gelu: y = x/2 * (1 + erf(x / sqrt(2))).

@@ -410,7 +410,8 @@ __device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& 
 }
 
 // The kernel body. `Body` (generated) provides:
-//   kN, kV, kLevels, kPassMask (bit L: level L accumulates over the row), kCombines,
+//   kN, kV, kLevels, kPassMask (bit L: level L accumulates over the row), kCombines, kStores
+//   (whether there are row-shaped outputs: else the final pass over the row is not made),
 //   kExchangeWords (the largest level's accumulator, in words), the types Vec (the cached
 //   row-shaped inputs of one vector), Row (per-row values) and AccOf<L>::Type, and
 //     Load(r, c0, Vec&)                   the cached inputs at columns [c0, c0 + kV)
@@ -460,7 +461,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
     body.BeginRow(r, row);
     RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
     if (active) {
-      ForRow<Body, Shape>(body, span, r, t, cache, StorePass<Body>{body, row, r});
+      if constexpr (Body::kStores) ForRow<Body, Shape>(body, span, r, t, cache, StorePass<Body>{body, row, r});
       if (t == 0 && split == 0) {
         body.StoreRow(row, r);
         if constexpr (Body::kCombines > 0) body.Partials(row, CombinePartials(scratch) + r * Body::kCombines);

@@ -75,8 +75,11 @@ RunTimeEstimate EstimateRunTime(const Region& region, const DeviceSpec& device);
 // Pieces the kinds price with. The bytes the region's inputs and outputs move and the work of
 // its nodes (memory, compute and totals left at 0).
 RunTimeEstimate TrafficAndWork(const Region& region);
-// The DRAM bandwidth (bytes per us) that `blocks` concurrently running thread blocks draw.
-double DrawnBandwidth(const DeviceSpec& device, int64_t blocks);
+// The DRAM bandwidth (bytes per us) a kernel of `blocks` blocks of `threads` threads draws: each
+// busy SM draws sm_bytes_per_us once it holds kSaturatingThreadsPerSm threads (loads in flight
+// enough to cover the latency), proportionally less below; at most the copy bandwidth.
+inline constexpr int64_t kSaturatingThreadsPerSm = 512;
+double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads);
 // Fills memory_us (bytes over `bandwidth`), compute_us (flops over `flop_rate`, plus the
 // transcendentals over the SFU rate), launch_us and total_us.
 void FinishEstimate(const DeviceSpec& device, double flop_rate, double bandwidth, int launches, RunTimeEstimate& e);

@@ -10,9 +10,11 @@ DeviceSpec H100Spec() {
   s.sm_count = 132;                      // H100 SXM5 datasheet; torch reports 132 on the lent H100
   s.dram_bytes_per_us = 3.0e6;           // 3.0 TB/s device-to-device copy measured on the lent
                                          // H100 (2026-11-13, KINDS.md), ~90% of 3.35 TB/s vendor
-  s.sm_bytes_per_us = 60e3;              // estimate: ~2.6x an SM's share of the copy bandwidth
-                                         // (Little's law: ~48 KB in flight per SM at ~0.8 us latency)
+  s.sm_bytes_per_us = 30e3;              // estimate: 1.3x an SM's share of the copy bandwidth, drawn
+                                         // with 512 threads (2 loads of 16 B each in flight) per SM
   s.l2_bytes = 50LL << 20;               // 50 MB, torch on the lent H100
+  s.l2_bytes_per_us = 7e6;               // estimate: ~2.3x the copy bandwidth (published H100
+                                         // L2 read bandwidth measurements: 7-10 TB/s)
   s.smem_per_block_bytes = 232448;       // 227 KiB opt-in, CUDA programming guide (sm_90)
   s.registers_per_sm = 65536;            // CUDA programming guide, compute capability 9.0
   s.launch_us = 3.0;                     // chosen: typical gap between back-to-back small

@@ -18,6 +18,7 @@ struct DeviceSpec {
   double dram_bytes_per_us = 0;       // achievable (copy) bandwidth, bytes per microsecond
   double sm_bytes_per_us = 0;         // what one SM's blocks draw alone (a few SMs cannot saturate DRAM)
   int64_t l2_bytes = 0;
+  double l2_bytes_per_us = 0;         // L2 read bandwidth (a re-read that stays in L2)
   int64_t smem_per_block_bytes = 0;   // opt-in maximum dynamic shared memory per block
   int64_t registers_per_sm = 0;       // 32-bit registers
   double launch_us = 0;               // cost of one kernel launch in a stream of launches

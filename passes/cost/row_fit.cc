@@ -43,56 +43,80 @@ int VectorElements(const Region& region, int64_t must_divide) {
   return v;
 }
 
+// The time the model gives a reduction launch: every byte once at the bandwidth its blocks draw
+// (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
+// when the blocks' shares in flight fit in half of it), and for split rows the blocks' waits
+// for each other once per level and wave of resident blocks.
+double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
+                   int64_t split, int levels, int64_t cached_per_thread) {
+  // Resident blocks per SM: half occupancy, fewer where the register cache (plus ~48 registers
+  // of addressing and arithmetic) does not leave room for them.
+  const int64_t registers = cached_per_thread + 48;
+  const int64_t by_registers = device.registers_per_sm > 0 ? device.registers_per_sm / (registers * threads) : 2;
+  const int64_t resident = std::max<int64_t>(device.sm_count, 1) *
+                           std::max<int64_t>(1, std::min<int64_t>(1024 / threads, by_registers));
+  const double bandwidth = DrawnBandwidth(device, blocks, threads);
+  const int64_t in_flight = reread_bytes / std::max<int64_t>(blocks, 1) * std::min(blocks, resident);
+  const bool from_l2 = device.l2_bytes > 0 && in_flight * 2 <= device.l2_bytes && device.l2_bytes_per_us > 0;
+  const double waves = std::ceil(static_cast<double>(blocks) / static_cast<double>(resident));
+  return static_cast<double>(bytes) / bandwidth +
+         static_cast<double>(reread_bytes) / (from_l2 ? device.l2_bytes_per_us : bandwidth) +
+         (split > 1 ? waves * levels * device.grid_sync_us : 0.0);
+}
+
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
   RowFit fit;
   const ReduceSpace& space = placement.space;
   const int64_t K = space.reduced, I = space.inner;
   fit.vector = VectorElements(region, I);
-  fit.lanes = static_cast<int>(std::min<int64_t>(kWarp, RoundUpPow2((I + fit.vector - 1) / fit.vector)));
-  const int64_t tiles = space.outer * ((I + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
+  int64_t bytes = 0, row_bytes = 0;
   for (const Node* in : region.inputs) {
     const Placement& p = placement.Of(in);
-    fit.row_inputs += p.reduced() && NumElements(p.Part(in->shape(), 2)) == I;
+    const bool full = p.reduced() && NumElements(p.Part(in->shape(), 2)) == I;
+    fit.row_inputs += full;
+    row_bytes += full ? in->num_bytes() : 0;
+    bytes += in->num_bytes();
   }
+  for (const Node* out : region.outputs) bytes += out->num_bytes();
   fit.row_inputs = std::max<int64_t>(fit.row_inputs, 1);
-  const int64_t target = kSplitTargetBlocksPerSm * std::max(device.sm_count, 1);
-  // A region that would stream K again for each level (or for its full-space outputs) is worth
-  // keeping on chip: deeper blocks first, then more blocks per tile (up to twice the target).
-  const bool rereads = placement.levels > 1 || std::any_of(region.outputs.begin(), region.outputs.end(), [&](const Node* o) {
-                         return placement.Of(o).reduced();
-                       });
-  int64_t best_block = 256, best_split = 1;
-  for (int64_t block : {256, 512, 1024}) {
-    const int64_t threads = block / fit.lanes;  // along K
-    auto per_thread = [&](int64_t split) {
-      return fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * fit.vector;
-    };
-    int64_t split = 1;
-    if (tiles < target) split = std::max<int64_t>(1, std::min((target + tiles - 1) / tiles, K / (threads * 4)));
-    while (rereads && per_thread(split) > kRowCacheFloatsPerThread && tiles * split * 2 <= 2 * target &&
-           K >= split * 2 * threads) {
-      split *= 2;
-    }
-    if (block == 256) best_split = split;
-    if (!rereads || per_thread(split) <= kRowCacheFloatsPerThread) {
-      best_block = block;
-      best_split = split;
-      break;
-    }
-  }
-  fit.threads = best_block / fit.lanes;
-  fit.split = static_cast<int>(best_split);
-  fit.share = (K + best_split - 1) / best_split;
-  fit.per_thread = fit.row_inputs * ((K + best_split * fit.threads - 1) / (best_split * fit.threads)) * fit.vector;
-  fit.on_chip = fit.per_thread <= kRowCacheFloatsPerThread;
   const bool full_outputs = std::any_of(region.outputs.begin(), region.outputs.end(),
                                         [&](const Node* o) { return placement.Of(o).reduced(); });
+  const int streamed_passes = std::max(1, placement.levels + (full_outputs ? 1 : 0));
+  // The launch shapes the column kernel has, priced: tiles of 32, 16 or 8 lanes of a vector
+  // (at least 64 bytes of a row at once), 256 to 1024 threads, a tile's K over 1 to 512 blocks.
+  const int64_t min_lanes = std::max<int64_t>(1, 64 / std::max<int64_t>(1, fit.vector * 2));
+  double best = -1;
+  for (int64_t lanes = std::min<int64_t>(kWarp, RoundUpPow2((I + fit.vector - 1) / fit.vector)); lanes >= 1;
+       lanes /= 2) {
+    if (lanes < min_lanes && lanes < RoundUpPow2((I + fit.vector - 1) / fit.vector)) break;
+    const int64_t tiles = space.outer * ((I + lanes * fit.vector - 1) / (lanes * fit.vector));
+    for (int64_t block : {256, 512, 1024}) {
+      const int64_t threads = block / lanes;  // along K
+      for (int64_t split = 1; split <= 512 && (split == 1 || K >= split * threads); split *= 2) {
+        const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * fit.vector;
+        const bool cached = per_thread <= kRowCacheFloatsPerThread;
+        const int passes = cached ? 1 : streamed_passes;
+        const double price =
+            LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split, placement.levels,
+                        cached ? per_thread : 0);
+        if (best >= 0 && price >= best * 0.98) continue;  // a clearly better shape only
+        best = price;
+        fit.lanes = static_cast<int>(lanes);
+        fit.threads = threads;
+        fit.split = static_cast<int>(split);
+        fit.per_thread = per_thread;
+        fit.on_chip = cached;
+        fit.passes = passes;
+      }
+    }
+  }
+  fit.share = (K + fit.split - 1) / fit.split;
   fit.online_max_sum = !placement.online_max.empty();
-  fit.passes = fit.on_chip ? 1 : std::max(1, placement.levels + (full_outputs ? 1 : 0));
+  const int64_t tiles = space.outer * ((I + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   fit.reason = absl::StrFormat(
       "columns [%d | %d | %d]: %d lanes of %d along i x %d threads along K, %d tile%s%s; %d values per thread %s",
       space.outer, K, I, fit.lanes, fit.vector, fit.threads, tiles, tiles == 1 ? "" : "s",
-      best_split > 1 ? absl::StrFormat(" split over %d blocks each", best_split) : "", fit.per_thread,
+      fit.split > 1 ? absl::StrFormat(" split over %d blocks each", fit.split) : "", fit.per_thread,
       fit.on_chip ? "kept in registers" : absl::StrFormat("do not fit: streamed, %d passes", fit.passes));
   return fit;
 }
@@ -137,11 +161,11 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
   int64_t row_bytes = 0;
   for (const Node* in : region.inputs) row_bytes += IsCachedRowInput(placement, in) ? in->num_bytes() : 0;
   auto price = [&](int64_t split) {
-    const int passes = fits(split) ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
+    const bool cached = fits(split);
+    const int passes = cached ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
     const int64_t blocks = length > kWarpRowMax ? rows * split : (rows + 7) / 8;
-    const double rounds = split > 1 ? std::ceil(static_cast<double>(blocks) / target) : 0;
-    return static_cast<double>(row_bytes) * passes / DrawnBandwidth(device, blocks) +
-           rounds * placement.levels * device.grid_sync_us;
+    return LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, blocks, max_threads, split, placement.levels,
+                       cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0);
   };
   if (length > kWarpRowMax && rereads && !fits(fit.split)) {
     int64_t split = fit.split;

@@ -56,12 +56,17 @@ struct RowFit {
 RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
 
 // The column kernel's launch rule (templates/column_reduce.cuh), for a column-reduction region:
-// 256-thread blocks, each `lanes` threads wide along the inner axes (16-byte vectors of a width
-// dividing the inner extent, up to a warp) and 256 / lanes deep along the reduced axis; a tile
-// of columns is split over several blocks when there are fewer tiles than the target blocks,
-// more where that lets every thread keep its share of K in registers.
+// of its launch shapes (tiles 8 to 32 lanes wide along the inner axes, each lane a 16-byte
+// vector of a width dividing the inner extent; 256 to 1024 threads; a tile's K split over 1 to
+// 512 blocks) the one LaunchPrice prices lowest: cached on chip or streamed, waves, waits.
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
 
+// The model's time for a reduction launch of `blocks` blocks of `threads`: `bytes` once, the
+// `reread_bytes` of extra streamed passes (from L2 when what is in flight fits in half of it),
+// and the waits of split rows (once per level and wave of resident blocks, which a register
+// cache of `cached_per_thread` values per thread can make fewer).
+double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
+                   int64_t split, int levels, int64_t cached_per_thread);
 // 16 bytes / the smallest element among the region's inputs and outputs (at most 8), halved
 // until it divides `must_divide` (0: no constraint).
 int VectorElements(const Region& region, int64_t must_divide);

@@ -32,7 +32,7 @@ RunTimeEstimate PricePointwise(const Region& region, const DeviceSpec& device) {
   RunTimeEstimate e = TrafficAndWork(region);
   constexpr int64_t kElementsPerBlock = 256 * 8;
   e.blocks = (NumElements(region.space) + kElementsPerBlock - 1) / kElementsPerBlock;
-  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks), 1, e);
+  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, 256), 1, e);
   return e;
 }
 

@@ -59,7 +59,8 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   }
   const int64_t rows = placement.space.outer;
   e.blocks = fit.split > 1 ? rows * fit.split : placement.space.reduced <= 1024 ? (rows + 7) / 8 : rows;
-  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks), 1, e);
+  const int64_t threads = fit.threads <= 32 ? 256 : fit.threads;
+  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads), 1, e);
   if (fit.split > 1) {  // the blocks of a row wait for each other once per level
     e.launch_us += placement.levels * device.grid_sync_us;
     e.total_us += placement.levels * device.grid_sync_us;
@@ -83,7 +84,7 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   const ReduceSpace& s = placement.space;
   const int64_t tiles = s.outer * ((s.inner + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   e.blocks = tiles * fit.split;
-  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks), 1, e);
+  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes), 1, e);
   if (fit.split > 1) {
     e.launch_us += placement.levels * device.grid_sync_us;
     e.total_us += placement.levels * device.grid_sync_us;

@@ -67,6 +67,7 @@ extern "C" __global__ void use_pointwise(const float* x, long long* q, float* y,
 // each row split over 4 blocks.
 struct Body {
   static constexpr long long kN = 2049;
+  static constexpr bool kStores = true;
   static constexpr int kV = 4;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;
@@ -126,6 +127,7 @@ extern "C" __global__ void __launch_bounds__(256) use_row_split(const float* x, 
 struct Body {
   static constexpr long long kK = 1000;
   static constexpr long long kI = 96;
+  static constexpr bool kStores = true;
   static constexpr int kV = 4;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;

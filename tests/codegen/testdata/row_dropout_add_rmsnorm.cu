@@ -15,6 +15,7 @@
 
 struct Body {
   static constexpr long long kN = 64;
+  static constexpr bool kStores = true;
   static constexpr int kV = 8;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;
@@ -156,7 +157,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(256) kiln_row_0091e970498281c5(
+extern "C" __global__ void __launch_bounds__(256) kiln_row_f94782f692a074f8(
     const __nv_bfloat16* __restrict__ in0,
     const __nv_bfloat16* __restrict__ in1,
     const __nv_bfloat16* __restrict__ in2,

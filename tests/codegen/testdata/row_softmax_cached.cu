@@ -11,6 +11,7 @@
 
 struct Body {
   static constexpr long long kN = 40;
+  static constexpr bool kStores = true;
   static constexpr int kV = 8;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;
@@ -24,6 +25,7 @@ struct Body {
   struct Row {
     float v0;  // y.reduce_max
     float v1;  // y.reduce_sum
+    float v2;  // 1 / y.reduce_sum
   };
   __device__ __forceinline__ void BeginRow(long long r, Row& row) const {
   }
@@ -52,40 +54,41 @@ struct Body {
     const kiln::MaxSum p0 = kiln::MaxSumFinish(a.a0);
     row.v0 = p0.m;  // y.reduce_max
     row.v1 = p0.s;  // y.reduce_sum
+    row.v2 = 1.0f / row.v1;  // 1 / y.reduce_sum
   }
   __device__ __forceinline__ void Store(const Row& row, const Vec& x, long long r, long long c0) const {
     float y0[8];
     const float v0 = (x.x0[0] - row.v0);  // y.sub
-    const float v1 = expf(v0);  // y.exp
-    const float v2 = (v1 / row.v1);  // y
+    const float v1 = kiln::Exp(v0);  // y.exp
+    const float v2 = (v1 * row.v2);  // y
     y0[0] = v2;
     const float v3 = (x.x0[1] - row.v0);  // y.sub
-    const float v4 = expf(v3);  // y.exp
-    const float v5 = (v4 / row.v1);  // y
+    const float v4 = kiln::Exp(v3);  // y.exp
+    const float v5 = (v4 * row.v2);  // y
     y0[1] = v5;
     const float v6 = (x.x0[2] - row.v0);  // y.sub
-    const float v7 = expf(v6);  // y.exp
-    const float v8 = (v7 / row.v1);  // y
+    const float v7 = kiln::Exp(v6);  // y.exp
+    const float v8 = (v7 * row.v2);  // y
     y0[2] = v8;
     const float v9 = (x.x0[3] - row.v0);  // y.sub
-    const float v10 = expf(v9);  // y.exp
-    const float v11 = (v10 / row.v1);  // y
+    const float v10 = kiln::Exp(v9);  // y.exp
+    const float v11 = (v10 * row.v2);  // y
     y0[3] = v11;
     const float v12 = (x.x0[4] - row.v0);  // y.sub
-    const float v13 = expf(v12);  // y.exp
-    const float v14 = (v13 / row.v1);  // y
+    const float v13 = kiln::Exp(v12);  // y.exp
+    const float v14 = (v13 * row.v2);  // y
     y0[4] = v14;
     const float v15 = (x.x0[5] - row.v0);  // y.sub
-    const float v16 = expf(v15);  // y.exp
-    const float v17 = (v16 / row.v1);  // y
+    const float v16 = kiln::Exp(v15);  // y.exp
+    const float v17 = (v16 * row.v2);  // y
     y0[5] = v17;
     const float v18 = (x.x0[6] - row.v0);  // y.sub
-    const float v19 = expf(v18);  // y.exp
-    const float v20 = (v19 / row.v1);  // y
+    const float v19 = kiln::Exp(v18);  // y.exp
+    const float v20 = (v19 * row.v2);  // y
     y0[6] = v20;
     const float v21 = (x.x0[7] - row.v0);  // y.sub
-    const float v22 = expf(v21);  // y.exp
-    const float v23 = (v22 / row.v1);  // y
+    const float v22 = kiln::Exp(v21);  // y.exp
+    const float v23 = (v22 * row.v2);  // y
     y0[7] = v23;
     kiln::StoreVec<__nv_bfloat16, 8>(out0 + (r * 40LL + c0), y0);  // y
   }
@@ -100,7 +103,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(256) kiln_row_b88437cde108381d(
+extern "C" __global__ void __launch_bounds__(256) kiln_row_7ccd10f6982d99f6(
     const __nv_bfloat16* __restrict__ in0,
     __nv_bfloat16* __restrict__ out0,
     long long count) {

@@ -25,6 +25,7 @@
 
 struct Body {
   static constexpr long long kN = 1000;
+  static constexpr bool kStores = false;
   static constexpr int kV = 8;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;
@@ -120,7 +121,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(256) kiln_row_aec98b422371cbfd(
+extern "C" __global__ void __launch_bounds__(256) kiln_row_3627d25e5b73c4dd(
     const __nv_bfloat16* __restrict__ in0,
     const long long* __restrict__ in1,
     __nv_bfloat16* __restrict__ out0,
