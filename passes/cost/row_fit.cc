@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "passes/cost/cost_model.h"
@@ -21,6 +22,18 @@ constexpr int64_t kMinBlockThreads = 128;
 int64_t PerThread(int64_t n, int64_t inputs, int64_t threads) {
   const int64_t step = threads * kMaxVector;
   return inputs * ((n + step - 1) / step) * kMaxVector;
+}
+
+// Registers a reduction kernel's thread needs besides its cache: addressing, loop state and
+// arithmetic (~48, read off ptxas reports of the row kernels).
+constexpr int64_t kBaseRegisters = 48;
+
+// A column thread also keeps a vector of per-column accumulators and values (a word or two per
+// reduction and per-column value, for each of its kV lanes).
+int64_t ColumnRegisters(int64_t cached, int vector, const ReducePlacement& placement) {
+  int64_t words = 0;
+  for (const Node* red : placement.reductions) words += placement.IsPairedMax(red) ? 2 : 1;
+  return cached + kBaseRegisters + 2 * words * vector;
 }
 
 int64_t RoundUpPow2(int64_t v) {
@@ -48,11 +61,11 @@ int VectorElements(const Region& region, int64_t must_divide) {
 // when the blocks' shares in flight fit in half of it), and for split rows the blocks' waits
 // for each other once per level and wave of resident blocks.
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
-                   int64_t split, int levels, int64_t cached_per_thread) {
-  // Resident blocks per SM: half occupancy, fewer where the register cache (plus ~48 registers
-  // of addressing and arithmetic) does not leave room for them.
-  const int64_t registers = cached_per_thread + 48;
+                   int64_t split, int levels, int64_t registers) {
+  // Resident blocks per SM: half occupancy, fewer where the registers a thread needs do not
+  // leave room for them; a block whose threads cannot all have them would spill: not a shape.
   const int64_t by_registers = device.registers_per_sm > 0 ? device.registers_per_sm / (registers * threads) : 2;
+  if (by_registers < 1 || registers > 255) return std::numeric_limits<double>::infinity();
   const int64_t resident = std::max<int64_t>(device.sm_count, 1) *
                            std::max<int64_t>(1, std::min<int64_t>(1024 / threads, by_registers));
   const double bandwidth = DrawnBandwidth(device, blocks, threads);
@@ -98,7 +111,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         const int passes = cached ? 1 : streamed_passes;
         const double price =
             LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split, placement.levels,
-                        cached ? per_thread : 0);
+                        ColumnRegisters(cached ? per_thread : 0, fit.vector, placement));
         if (best >= 0 && price >= best * 0.98) continue;  // a clearly better shape only
         best = price;
         fit.lanes = static_cast<int>(lanes);
@@ -165,7 +178,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     const int passes = cached ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
     const int64_t blocks = length > kWarpRowMax ? rows * split : (rows + 7) / 8;
     return LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, blocks, max_threads, split, placement.levels,
-                       cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0);
+                       (cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0) + kBaseRegisters);
   };
   if (length > kWarpRowMax && rereads && !fits(fit.split)) {
     int64_t split = fit.split;

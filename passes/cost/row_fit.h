@@ -63,10 +63,11 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
 
 // The model's time for a reduction launch of `blocks` blocks of `threads`: `bytes` once, the
 // `reread_bytes` of extra streamed passes (from L2 when what is in flight fits in half of it),
-// and the waits of split rows (once per level and wave of resident blocks, which a register
-// cache of `cached_per_thread` values per thread can make fewer).
+// and the waits of split rows (once per level and wave of resident blocks, which the
+// `registers` a thread needs can make fewer). Infinite for a block whose threads cannot all
+// have their registers (it would spill).
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
-                   int64_t split, int levels, int64_t cached_per_thread);
+                   int64_t split, int levels, int64_t registers);
 // 16 bytes / the smallest element among the region's inputs and outputs (at most 8), halved
 // until it divides `must_divide` (0: no constraint).
 int VectorElements(const Region& region, int64_t must_divide);
