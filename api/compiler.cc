@@ -1,6 +1,5 @@
 #include "api/compiler.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
@@ -18,18 +17,6 @@
 #include "runtime/executable.h"
 
 namespace kiln {
-namespace {
-
-void WriteDump(const DebugOptions& debug, const std::string& file, const std::string& text) {
-  if (debug.dump_dir.empty()) {
-    std::fprintf(stderr, "// ---- %s ----\n%s", file.c_str(), text.c_str());
-    return;
-  }
-  std::ofstream(debug.dump_dir + "/" + file) << text;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const LoadOptions& options) {
   if (absl::EndsWith(path, ".json")) {
     if (!options.shapes.empty()) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/attributes.h"
+#include "ir/base/edit_distance.h"
 #include "ir/base/status.h"
 
 namespace kiln {
@@ -44,24 +45,6 @@ const char* CategoryName(OpCategory category) {
   }
   return "?";
 }
-
-namespace {
-
-int EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      int sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-}  // namespace
 
 std::vector<std::string> ClosestOpNames(absl::string_view name, int max) {
   std::vector<std::pair<int, std::string>> scored;

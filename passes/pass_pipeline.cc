@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -18,14 +16,8 @@ namespace kiln {
 namespace {
 
 void DumpGraph(const DebugOptions& options, const Graph& graph, int index, const PassRecord& pass) {
-  std::string text = PrintGraph(graph);
-  if (options.dump_dir.empty()) {
-    std::fprintf(stderr, "// ---- after %s (%.3f ms) ----\n%s", pass.name.c_str(), pass.ms, text.c_str());
-    return;
-  }
-  std::string path =
-      absl::StrFormat("%s/%s.%02d.%s.kir", options.dump_dir, graph.name(), index, pass.name);
-  std::ofstream(path) << text;
+  WriteDump(options, absl::StrFormat("%s.%02d.%s.kir", graph.name(), index, pass.name), PrintGraph(graph),
+            absl::StrFormat("after %s (%.3f ms)", pass.name, pass.ms));
 }
 
 // What a pass may remove, taken before it runs: every node's name, the (user, operand

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/base/hash.h"
 #include "ir/base/status.h"
+#include "runtime/binary_io.h"
 #include "runtime/file_util.h"
 
 namespace kiln {
@@ -14,106 +15,23 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\n'};
 
-class Writer {
- public:
-  void U64(uint64_t v) { out_.append(reinterpret_cast<const char*>(&v), 8); }
-  void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
-  void F64(double v) {
-    uint64_t bits;
-    std::memcpy(&bits, &v, 8);
-    U64(bits);
-  }
-  void Str(const std::string& s) {
-    U64(s.size());
-    out_ += s;
-  }
-  void Ints(const std::vector<int>& v) {
-    U64(v.size());
-    for (int x : v) I64(x);
-  }
-  void Shape_(const Shape& s) {
-    U64(s.size());
-    for (int64_t d : s) I64(d);
-  }
-  std::string& bytes() { return out_; }
+// The artifact's one field that is not a number, a string or a list of them.
+DType ReadDtype(ByteReader& r, const char* field) {
+  auto t = ParseDType(r.Str(field));
+  if (!t.ok()) r.Fail(field);
+  return t.ok() ? *t : DType::kF32;
+}
 
- private:
-  std::string out_;
-};
-
-// Every read is bounds-checked; the first failure sticks and names the field.
-class Reader {
- public:
-  explicit Reader(const std::string& in) : in_(in) {}
-  uint64_t U64(const char* field) {
-    if (!ok() || pos_ + 8 > in_.size()) return Fail(field), 0;
-    uint64_t v;
-    std::memcpy(&v, in_.data() + pos_, 8);
-    pos_ += 8;
-    return v;
-  }
-  int64_t I64(const char* field) { return static_cast<int64_t>(U64(field)); }
-  int Int(const char* field) {
-    int64_t v = I64(field);
-    if (v < -1 || v > INT32_MAX) Fail(field);
-    return static_cast<int>(v);
-  }
-  double F64(const char* field) {
-    uint64_t bits = U64(field);
-    double v;
-    std::memcpy(&v, &bits, 8);
-    return v;
-  }
-  std::string Str(const char* field) {
-    uint64_t n = U64(field);
-    if (!ok() || n > in_.size() - pos_) return Fail(field), std::string();
-    std::string s = in_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  uint64_t Count(const char* field) {  // an element count, each element at least 8 bytes
-    uint64_t n = U64(field);
-    if (ok() && n > (in_.size() - pos_) / 8 + 1) Fail(field);
-    return ok() ? n : 0;
-  }
-  std::vector<int> Ints(const char* field) {
-    std::vector<int> v(Count(field));
-    for (int& x : v) x = Int(field);
-    return v;
-  }
-  Shape Shape_(const char* field) {
-    Shape s(Count(field));
-    for (int64_t& d : s) d = I64(field);
-    return s;
-  }
-  DType Dtype(const char* field) {
-    auto t = ParseDType(Str(field));
-    if (!t.ok()) Fail(field);
-    return t.ok() ? *t : DType::kF32;
-  }
-  bool ok() const { return failed_.empty(); }
-  bool at_end() const { return pos_ == in_.size(); }
-  const std::string& failed() const { return failed_; }
-
- private:
-  void Fail(const char* field) {
-    if (failed_.empty()) failed_ = field;
-  }
-  const std::string& in_;
-  size_t pos_ = 0;
-  std::string failed_;
-};
-
-void WriteSpec(Writer& w, const MatmulSpec& s) {
+void WriteSpec(ByteWriter& w, const MatmulSpec& s) {
   w.Str(DTypeName(s.dtype));
   for (int64_t v : {s.m, s.n, s.k, s.batch, s.stride_a, s.stride_b, s.stride_d}) w.I64(v);
   w.U64((s.trans_a ? 1 : 0) | (s.trans_b ? 2 : 0) | (s.has_bias ? 4 : 0) | (s.has_residual ? 8 : 0));
   w.I64(s.alignment);
 }
 
-MatmulSpec ReadSpec(Reader& r) {
+MatmulSpec ReadSpec(ByteReader& r) {
   MatmulSpec s;
-  s.dtype = r.Dtype("matmul dtype");
+  s.dtype = ReadDtype(r, "matmul dtype");
   for (int64_t* v : {&s.m, &s.n, &s.k, &s.batch, &s.stride_a, &s.stride_b, &s.stride_d}) *v = r.I64("matmul sizes");
   uint64_t flags = r.U64("matmul flags");
   s.trans_a = flags & 1;
@@ -127,7 +45,7 @@ MatmulSpec ReadSpec(Reader& r) {
 }  // namespace
 
 std::string SerializeProgram(const Program& p) {
-  Writer w;
+  ByteWriter w;
   w.Str(p.graph_name);
   w.Str(p.graph_hash);
   w.Str(p.arch);
@@ -136,7 +54,7 @@ std::string SerializeProgram(const Program& p) {
   for (const Buffer& b : p.buffers) {
     w.Str(b.name);
     w.Str(DTypeName(b.dtype));
-    w.Shape_(b.shape);
+    w.I64s(b.shape);
     w.I64(b.bytes);
     w.I64(static_cast<int64_t>(b.kind));
     w.I64(b.index);
@@ -235,7 +153,7 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
   std::memcpy(&checksum, bytes.data() + 20 + length, 8);
   if (checksum != Fnv1a64(payload)) return bad("checksum mismatch: the file is corrupt");
 
-  Reader r(payload);
+  ByteReader r(payload);
   Program p;
   p.graph_name = r.Str("graph name");
   p.graph_hash = r.Str("graph hash");
@@ -246,8 +164,8 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
   for (uint64_t i = 0, count = r.Count("buffers"); i < count && r.ok(); ++i) {
     Buffer& b = p.buffers.emplace_back();
     b.name = r.Str("buffer name");
-    b.dtype = r.Dtype("buffer dtype");
-    b.shape = r.Shape_("buffer shape");
+    b.dtype = ReadDtype(r, "buffer dtype");
+    b.shape = r.I64s("buffer shape");
     b.bytes = r.I64("buffer bytes");
     int64_t kind = r.I64("buffer kind");
     if (kind < 0 || kind > static_cast<int64_t>(BufferKind::kAlias)) return bad("unknown buffer kind");

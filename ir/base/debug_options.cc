@@ -1,6 +1,8 @@
 #include "ir/base/debug_options.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -74,6 +76,20 @@ absl::StatusOr<DebugOptions> DebugOptionsFromEnv() {
     options.verify = verify == "1";
   }
   return options;
+}
+
+void WriteDump(const DebugOptions& debug, const std::string& file, const std::string& text,
+               const std::string& label) {
+  const char* newline = !text.empty() && text.back() == '\n' ? "" : "\n";
+  if (debug.dump_dir.empty()) {
+    std::fprintf(stderr, "// ---- %s ----\n%s%s", (label.empty() ? file : label).c_str(), text.c_str(),
+                 newline);
+    return;
+  }
+  std::string path = debug.dump_dir + "/" + file;
+  std::ofstream out(path);
+  out << text;
+  if (!out.flush()) std::fprintf(stderr, "kiln: could not write the dump %s\n", path.c_str());
 }
 
 }  // namespace kiln

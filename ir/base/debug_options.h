@@ -42,6 +42,12 @@ struct DebugOptions {
 // them). The error names the variable and lists the valid values.
 absl::StatusOr<DebugOptions> DebugOptionsFromEnv();
 
+// Writes one dump: `text` to DIR/`file` when KILN_DUMP_DIR is set, else to stderr under a
+// "// ---- `label` ----" line (`label` defaults to `file`). A file that cannot be written is
+// reported on stderr; a dump never fails the compile it describes.
+void WriteDump(const DebugOptions& debug, const std::string& file, const std::string& text,
+               const std::string& label = "");
+
 // Names of DumpKind values as written in KILN_DUMP.
 const char* DumpKindName(DumpKind kind);
 

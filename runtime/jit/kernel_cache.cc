@@ -39,6 +39,7 @@
 #include "ir/base/debug_options.h"
 #include "ir/base/hash.h"
 #include "ir/base/status.h"
+#include "runtime/binary_io.h"
 #include "runtime/file_util.h"
 #include "templates/embedded_templates.h"
 
@@ -91,88 +92,29 @@ const std::string& TemplatesDigest() {
   return *digest;
 }
 
-void PutU64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-void PutU32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-void PutStr(std::string& out, std::string_view s) {
-  PutU64(out, s.size());
-  out.append(s.data(), s.size());
-}
-
-uint64_t GetUInt(std::string_view bytes, size_t pos, int width) {
-  uint64_t v = 0;
-  for (int i = 0; i < width; ++i) {
-    v |= uint64_t{static_cast<unsigned char>(bytes[pos + i])} << (8 * i);
-  }
-  return v;
-}
-
-// Bounds-checked reads over the payload; the first failure sticks and names the field.
-class PayloadReader {
- public:
-  explicit PayloadReader(std::string_view in) : in_(in) {}
-  uint64_t U64(const char* field) {
-    if (!ok() || in_.size() - pos_ < 8) return Fail(field), 0;
-    uint64_t v = GetUInt(in_, pos_, 8);
-    pos_ += 8;
-    return v;
-  }
-  int64_t I64(const char* field) { return static_cast<int64_t>(U64(field)); }
-  double F64(const char* field) {
-    uint64_t bits = U64(field);
-    double v;
-    std::memcpy(&v, &bits, 8);
-    return v;
-  }
-  std::string Str(const char* field) {
-    uint64_t n = U64(field);
-    if (!ok() || n > in_.size() - pos_) return Fail(field), std::string();
-    std::string s(in_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-  bool ok() const { return failed_.empty(); }
-  bool at_end() const { return pos_ == in_.size(); }
-  const std::string& failed() const { return failed_; }
-
- private:
-  void Fail(const char* field) {
-    if (failed_.empty()) failed_ = field;
-  }
-  std::string_view in_;
-  size_t pos_ = 0;
-  std::string failed_;
-};
-
 std::string EncodeEntry(const std::string& key, const CompiledCuda& c) {
-  std::string payload;
-  PutStr(payload, c.kernel_name);
-  PutStr(payload, c.arch);
-  PutStr(payload, std::string_view(c.cubin.data(), c.cubin.size()));
-  PutStr(payload, c.ptx);
-  PutStr(payload, c.log);
+  ByteWriter payload;
+  payload.Str(c.kernel_name);
+  payload.Str(c.arch);
+  payload.Str(std::string_view(c.cubin.data(), c.cubin.size()));
+  payload.Str(c.ptx);
+  payload.Str(c.log);
   for (int64_t v : {int64_t{c.registers}, c.spill_store_bytes, c.spill_load_bytes,
                     c.stack_frame_bytes, c.static_smem_bytes}) {
-    PutU64(payload, static_cast<uint64_t>(v));
+    payload.I64(v);
   }
-  uint64_t ms_bits;
-  std::memcpy(&ms_bits, &c.compile_ms, 8);
-  PutU64(payload, ms_bits);
-  PutU64(payload, c.options.size());
-  for (const std::string& o : c.options) PutStr(payload, o);
+  payload.F64(c.compile_ms);
+  payload.U64(c.options.size());
+  for (const std::string& o : c.options) payload.Str(o);
 
-  std::string entry(kMagic, sizeof(kMagic));
-  PutU32(entry, kEntryVersion);
-  PutU32(entry, 0);
-  entry += key;
-  PutU64(entry, payload.size());
-  PutU64(entry, Fnv1a64(payload));
-  return entry + payload;
+  ByteWriter entry;
+  entry.Raw(std::string_view(kMagic, sizeof(kMagic)));
+  entry.U32(kEntryVersion);
+  entry.U32(0);
+  entry.Raw(key);
+  entry.U64(payload.bytes().size());
+  entry.U64(Fnv1a64(payload.bytes()));
+  return entry.bytes() + payload.bytes();
 }
 
 // The entry's CompiledCuda, or why it is not one (for `key`, `kernel_name` and `arch`).
@@ -184,7 +126,7 @@ absl::StatusOr<CompiledCuda> DecodeEntry(std::string_view bytes, const std::stri
   if (bytes.substr(0, sizeof(kMagic)) != std::string_view(kMagic, sizeof(kMagic))) {
     return absl::DataLossError("not a kiln cache entry (bad magic)");
   }
-  uint64_t version = GetUInt(bytes, 8, 4);
+  uint64_t version = LoadLittleEndian(bytes, 8, 4);
   if (version != kEntryVersion) {
     return absl::DataLossError(
         absl::StrCat("format version ", version, ", expected ", kEntryVersion));
@@ -194,17 +136,17 @@ absl::StatusOr<CompiledCuda> DecodeEntry(std::string_view bytes, const std::stri
     return absl::DataLossError(
         absl::StrCat("holds key ", absl::CEscape(std::string(stored_key)), ", not ", key));
   }
-  uint64_t length = GetUInt(bytes, 32, 8);
+  uint64_t length = LoadLittleEndian(bytes, 32, 8);
   std::string_view payload = bytes.substr(kHeaderBytes);
   if (payload.size() != length) {
     return absl::DataLossError(
         absl::StrCat("payload is ", payload.size(), " bytes, header says ", length));
   }
-  if (Fnv1a64(payload) != GetUInt(bytes, 40, 8)) {
+  if (Fnv1a64(payload) != LoadLittleEndian(bytes, 40, 8)) {
     return absl::DataLossError("payload checksum mismatch");
   }
 
-  PayloadReader r(payload);
+  ByteReader r(payload);
   CompiledCuda c;
   c.kernel_name = r.Str("kernel name");
   c.arch = r.Str("arch");

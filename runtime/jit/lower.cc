@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 
@@ -22,15 +20,6 @@ namespace kiln {
 namespace {
 
 int64_t Align(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-// KILN_DUMP=cuda / ptx: one file per kernel in KILN_DUMP_DIR, or stderr.
-void Dump(const DebugOptions& debug, const std::string& file, const std::string& text) {
-  if (debug.dump_dir.empty()) {
-    std::fprintf(stderr, "// ---- %s ----\n%s\n", file.c_str(), text.c_str());
-    return;
-  }
-  std::ofstream(debug.dump_dir + "/" + file) << text;
-}
 
 class Lowerer {
  public:
@@ -128,7 +117,7 @@ class Lowerer {
     }
     auto [it, inserted] = module_of_.try_emplace(source->name, static_cast<int>(program_.modules.size()));
     if (inserted) {
-      if (options_.debug.Dumps(DumpKind::kCuda)) Dump(options_.debug, source->name + ".cu", source->source);
+      if (options_.debug.Dumps(DumpKind::kCuda)) WriteDump(options_.debug, source->name + ".cu", source->source);
       Module m;
       m.name = source->name;
       m.params = source->params.ToString();
@@ -319,7 +308,7 @@ class Lowerer {
       m.spill_bytes = c.spill_store_bytes + c.spill_load_bytes;
       m.compile_ms = c.compile_ms;
       origin[m.name] = compiled[i].origin;
-      if (options_.debug.Dumps(DumpKind::kPtx) && !c.ptx.empty()) Dump(options_.debug, m.name + ".ptx", c.ptx);
+      if (options_.debug.Dumps(DumpKind::kPtx) && !c.ptx.empty()) WriteDump(options_.debug, m.name + ".ptx", c.ptx);
     }
     for (LoweredRegion& r : result_.regions) {
       for (const std::string& k : r.kernels) r.origins.push_back(origin[k]);

@@ -239,11 +239,15 @@ TEST(OnnxFixtureTest, EveryExportOfAModuleGivesTheExpectedKernels) {
       if (KindInfo(r.kind).lowering != Lowering::kAlias) ++kinds[RegionKindName(r.kind)];
     }
     auto [it, first] = first_summary.emplace(module, Summary(kinds));
-    if (!first) EXPECT_EQ(Summary(kinds), it->second) << name << " plans unlike another export of " << module;
+    if (!first) {
+      EXPECT_EQ(Summary(kinds), it->second) << name << " plans unlike another export of " << module;
+    }
     auto expected = ExpectedKernels().find(module);
     ASSERT_NE(expected, ExpectedKernels().end()) << name << ": add module " << module << " to ExpectedKernels ("
                                                  << Summary(kinds) << ")";
-    if (!lowered_attention) EXPECT_EQ(Summary(kinds), Summary(expected->second)) << name;
+    if (!lowered_attention) {
+      EXPECT_EQ(Summary(kinds), Summary(expected->second)) << name;
+    }
   }
 }
 

@@ -36,7 +36,9 @@ TEST(PassPipelineTest, DisabledPassDoesNotRun) {
   auto records = DefaultPipeline().Run(*g, options);
   ASSERT_TRUE(records.ok());
   for (const PassRecord& r : *records) {
-    if (r.name == "decompose") EXPECT_FALSE(r.ran);
+    if (r.name == "decompose") {
+      EXPECT_FALSE(r.ran);
+    }
   }
   EXPECT_NE(PrintGraph(*g).find("softmax("), std::string::npos);
 }

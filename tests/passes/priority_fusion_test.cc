@@ -201,7 +201,9 @@ TEST(PriorityFusionTest, EveryStepTakesTheLargestLiveSaving) {
     for (const auto& [k, cand] : live) {
       bool stale = gone.count(cand->producer_id) > 0;
       for (int c : cand->consumer_ids) stale |= gone.count(c) > 0;
-      if (!stale) EXPECT_GE(r.saved_us() + 1e-9, cand->saved_us()) << "step " << r.step << ": " << k;
+      if (!stale) {
+        EXPECT_GE(r.saved_us() + 1e-9, cand->saved_us()) << "step " << r.step << ": " << k;
+      }
     }
     gone.insert(r.producer_id);
     gone.insert(r.consumer_ids.begin(), r.consumer_ids.end());
