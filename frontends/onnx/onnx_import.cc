@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "frontends/onnx/onnx_context.h"
 #include "frontends/onnx/onnx_tensor.h"
+#include "ir/base/edit_distance.h"
 #include "ir/base/status.h"
 #include "onnx/onnx_pb.h"
 
@@ -32,20 +33,6 @@ absl::Status Prefixed(const absl::Status& status, const std::string& prefix) {
   absl::Status out(status.code(), absl::StrCat(prefix, ": ", status.message()));
   status.ForEachPayload([&](absl::string_view url, const absl::Cord& p) { out.SetPayload(url, p); });
   return out;
-}
-
-int EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      int sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 // Up to 5 supported op types closest to `op_type` (case-insensitive edit distance; a shared
