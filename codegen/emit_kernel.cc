@@ -19,6 +19,7 @@ constexpr EmitterEntry kEmitters[] = {
     {RegionKind::kLayout, codegen_internal::EmitElementwiseKernel},
     {RegionKind::kRowReduction, codegen_internal::EmitReduceKernel},
     {RegionKind::kColumnReduction, codegen_internal::EmitReduceKernel},
+    {RegionKind::kAttention, codegen_internal::EmitAttentionKernel},
 };
 
 Emitter EmitterOf(RegionKind kind) {

@@ -5,6 +5,7 @@
 //   pointwise, layout   emit_elementwise.cc -> templates/pointwise.cuh PointwiseKernel
 //   row_reduction       emit_reduce.cc      -> templates/row_reduce.cuh RowKernel
 //   column_reduction    emit_reduce.cc      -> templates/column_reduce.cuh ColumnKernel
+//   attention           emit_attention.cc   -> templates/attention.cuh AttentionKernel
 // Kinds that run no generated kernel (matmul: cuBLASLt; view: an alias) are refused with an
 // error naming the kind; the kind table (passes/fusion/region_kind.h) says how each runs.
 #ifndef KILN_CODEGEN_EMIT_KERNEL_H_
@@ -24,6 +25,7 @@ absl::StatusOr<KernelSource> EmitKernel(const Region& region, const KernelParams
 bool HasKernel(RegionKind kind);
 
 namespace codegen_internal {
+absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitElementwiseKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitReduceKernel(const Region& region, const KernelParams& params);
 }  // namespace codegen_internal

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/dtype.h"
+#include "passes/fusion/attention_plan.h"
 #include "passes/fusion/reduce_placement.h"
 
 namespace kiln {
@@ -84,9 +85,23 @@ bool IsFlat(const Region& region) {
   return true;
 }
 
+// The attention template's tiles as KernelParams: tile_m x tile_n, warps, stages.
+KernelParams AttentionParams(const AttentionTiles& t) {
+  KernelParams p;
+  p.block_size = 32 * t.warps;
+  p.tile_m = t.block_m;
+  p.tile_n = t.block_n;
+  p.warps = t.warps;
+  p.stages = t.stages;
+  return p;
+}
+
 }  // namespace
 
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
+  if (region.kind == RegionKind::kAttention && region.attention) {
+    return AttentionParams(DefaultAttentionTiles(*region.attention));
+  }
   KernelParams p;
   if (region.kind == RegionKind::kColumnReduction) {
     // The column launch rule, shared with the cost model (passes/cost/row_fit.h).
@@ -139,6 +154,11 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
 }
 
 std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec& device) {
+  if (region.kind == RegionKind::kAttention && region.attention) {
+    std::vector<KernelParams> out;
+    for (const AttentionTiles& t : CandidateAttentionTiles(*region.attention, device)) out.push_back(AttentionParams(t));
+    return out;
+  }
   std::vector<KernelParams> out = {DefaultParams(region, device)};
   auto add = [&](KernelParams p) {
     if (!ValidateParams(p).ok()) return;

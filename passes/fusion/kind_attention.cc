@@ -1,16 +1,34 @@
 // The attention kind: the tiled template (templates/attention.cuh) with the layout ops around
-// it folded into its loads and stores. Attention the template does not cover never reaches
-// fusion: lower_attention rewrites it into matmul, softmax and matmul first.
+// it folded into its loads and store (attention_plan.h). Attention the template does not
+// cover never reaches fusion: lower_attention rewrites it into matmul, softmax and matmul
+// first, keyed on AttentionTemplateCovers.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "passes/fusion/attention_plan.h"
 #include "passes/fusion/kinds.h"
 #include "passes/fusion/region_kind.h"
 
 namespace kiln {
 
+// The template's limits: 16-bit floats on the tensor cores (mma.sync m16n8k16, f32
+// accumulation), head dims in multiples of 8 up to 256 (16-byte rows; the register budget).
 FusionDecision AttentionTemplateCovers(const Node& attention) {
-  return FusionDecision::Forbid("attention-template", "the tiled attention template is not in this build");
+  const DType t = attention.dtype();
+  if (t != DType::kBF16 && t != DType::kF16) {
+    return FusionDecision::Forbid("attention-dtype", absl::StrCat("the tiled template takes f16 and bf16; ", DTypeName(t),
+                                                                  " attention runs as matmul, softmax, matmul"));
+  }
+  const Shape& q = attention.operand(0)->shape();
+  const Shape& v = attention.operand(2)->shape();
+  const int64_t D = q.back(), E = v.back();
+  for (int64_t d : {D, E}) {
+    if (d % 8 != 0 || d > 256 || d == 0) {
+      return FusionDecision::Forbid("attention-head-dim",
+                                    absl::StrCat("head dim ", d, ": the tiled template takes multiples of 8 up to 256"));
+    }
+  }
+  return FusionDecision::Allow("attention-template", "tiled attention, scores never stored");
 }
 
 namespace kinds {
@@ -21,28 +39,36 @@ FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& me
   }
   const Region& other = p.kind == RegionKind::kAttention ? c : p;
   const bool layout_only = std::all_of(other.nodes.begin(), other.nodes.end(), [](const Node* n) {
-    return n->op() == OpKind::kReshape || n->op() == OpKind::kTranspose || n->op() == OpKind::kSlice;
+    return n->op() == OpKind::kReshape || n->op() == OpKind::kTranspose || n->op() == OpKind::kSlice ||
+           n->op() == OpKind::kBroadcastTo;
   });
   if (!layout_only) {
     return FusionDecision::Forbid("attention-compute",
-                                  absl::StrCat("attention absorbs only reshape/transpose/slice; the ",
+                                  absl::StrCat("attention absorbs only reshape/transpose/slice/broadcast; the ",
                                                RegionKindName(other.kind), " region computes"));
   }
+  if (!merged.placed) return merged.placed;
   return FusionDecision::Allow("attention-layout", p.kind == RegionKind::kAttention
                                                        ? "folded into attention's strided store"
                                                        : "folded into attention's strided loads");
 }
 
-// The tiled template: FLOPs (2 S T (D + E), halved when causal) at the attention rate; q, k, v,
-// the mask and the output each moved once.
+// The tiled template (codegen's default tiles, kernel_params.cc): the products' FLOPs as the
+// kernel computes them (whole key tiles up to the diagonal when causal) at the template's
+// tensor-core rate; q, k, v, the mask and the output each moved once; one wave of blocks per
+// SM's worth of resident tiles.
 RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   RunTimeEstimate e = TrafficAndWork(region);
   e.transcendentals = 0;
-  const bool f32 = std::any_of(region.nodes.begin(), region.nodes.end(), [](const Node* n) {
-    return n->op() == OpKind::kAttention && n->dtype() == DType::kF32;
-  });
-  FinishEstimate(device, f32 ? device.matmul_f32_flops_per_us : device.attention_flops_per_us,
-                 device.dram_bytes_per_us, 1, e);
+  if (!region.attention) {
+    FinishEstimate(device, device.attention_flops_per_us, device.dram_bytes_per_us, 1, e);
+    return e;
+  }
+  const AttentionPlan& plan = *region.attention;
+  const AttentionTiles tiles = DefaultAttentionTiles(plan);
+  e.flops = plan.Flops(tiles.block_m, tiles.block_n);
+  e.blocks = plan.batch * ((plan.S + tiles.block_m - 1) / tiles.block_m);
+  FinishEstimate(device, device.attention_flops_per_us, device.dram_bytes_per_us, 1, e);
   return e;
 }
 

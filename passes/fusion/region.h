@@ -32,6 +32,7 @@ enum class RegionKind {
 
 struct ReducePlacement;  // passes/fusion/reduce_placement.h
 struct MatmulEpilogue;   // passes/fusion/matmul_epilogue.h
+struct AttentionPlan;    // passes/fusion/attention_plan.h
 
 // Facts about single nodes the fusion rules need.
 bool IsReduction(const Node* node);
@@ -54,6 +55,7 @@ struct Region {
   // legality refuses any merge whose region is not placed, and a single op always is.
   std::shared_ptr<const ReducePlacement> reduce;  // row_reduction, column_reduction
   std::shared_ptr<const MatmulEpilogue> matmul;   // matmul
+  std::shared_ptr<const AttentionPlan> attention; // attention
   FusionDecision placed = FusionDecision::Allow("placed");
 
   bool Contains(const Node* node) const;

@@ -1,6 +1,7 @@
 #include "passes/fusion/region_kind.h"
 
 #include "ir/base/status.h"
+#include "passes/fusion/attention_plan.h"
 #include "passes/fusion/kinds.h"
 
 namespace kiln {
@@ -16,7 +17,7 @@ const std::vector<RegionKindInfo>& KindTable() {
        AnalyzeReduction, ColumnLegal, PriceColumn},
       {RegionKind::kMatmul, "matmul", "mm", "cuBLASLt", Lowering::kLibrary, AnalyzeMatmulRegion, MatmulLegal,
        PriceMatmul},
-      {RegionKind::kAttention, "attention", "attn", "attention.cuh", Lowering::kKernel, nullptr, AttentionLegal,
+      {RegionKind::kAttention, "attention", "attn", "attention.cuh", Lowering::kKernel, AnalyzeAttention, AttentionLegal,
        PriceAttention},
       {RegionKind::kLayout, "layout", "layout", "layout.cuh", Lowering::kKernel, nullptr, ElementwiseLegal,
        PricePointwise},

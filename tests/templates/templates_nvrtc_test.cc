@@ -177,6 +177,29 @@ extern "C" __global__ void use_layout(const __half* x, __half* y, const long lon
     y[i] = x[kiln::GatherIndex(idx[i % 4], 10) * 3 + kiln::ClampIndex(i - 5, 3)];
   }
 })", "use_layout"},
+      {"attention.cuh", R"(
+struct Body {
+  using T = __half;
+  static constexpr int kD = 40, kE = 24, kS = 100, kT = 77;
+  static constexpr bool kCausal = true, kHasMask = true;
+  static constexpr float kScaleLog2 = 0.2f;
+  static constexpr long long kQRow = 40, kKRow = 40, kVRow = 24, kORow = 24;
+  const __half* __restrict__ q;
+  const __half* __restrict__ k;
+  const __half* __restrict__ v;
+  const float* __restrict__ m;
+  __half* __restrict__ o;
+  __device__ const T* Q(long long b) const { return q + b * kS * kD; }
+  __device__ const T* K(long long b) const { return k + b * kT * kD; }
+  __device__ const T* V(long long b) const { return v + b * kT * kE; }
+  __device__ T* O(long long b) const { return o + b * kS * kE; }
+  __device__ float Mask(long long b, int i, int j) const { return m[i * kT + j]; }
+};
+extern "C" __global__ void __launch_bounds__(128) use_attention(const __half* q, const __half* k, const __half* v,
+                                                              const float* m, __half* o, long long count) {
+  kiln::AttentionKernel<Body, kiln::AttentionShape<64, 32, 4, 3, false>>(Body{q, k, v, m, o}, count);
+}
+)", "use_attention"},
   };
 }
 

@@ -1,0 +1,114 @@
+// The attention emitter: an attention region -> the `Body` templates/attention.cuh runs (its
+// AttentionKernel comment lists the members). Everything comes from the region's
+// AttentionPlan (passes/fusion/attention_plan.h): each operand's pointer is its region input
+// plus the offset of batch b, decomposed over the view's batch atoms; its row stride is the
+// view's sequence stride; the mask is read an element at a time through its broadcast view.
+// The tiles are the region's KernelParams (tile_m x tile_n, warps, stages), which
+// DefaultParams takes from the shared rule DefaultAttentionTiles.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "codegen/emit_kernel.h"
+#include "codegen/emitter_util.h"
+#include "ir/base/status.h"
+#include "passes/fusion/attention_plan.h"
+#include "passes/fusion/region_kind.h"
+
+namespace kiln {
+namespace codegen_internal {
+namespace {
+
+// offset + sum over the batch atoms of coordinate(b) * stride, as a C expression in `b`.
+std::string BatchOffset(const AttentionOperand& op) {
+  std::vector<std::string> terms = {op.view.offset == 0 ? "" : absl::StrCat(op.view.offset, "LL")};
+  int64_t inner = 1;
+  for (size_t a = op.batch.size(); a-- > 0;) {
+    const ViewAtom& atom = op.batch[a];
+    terms.push_back(Scale(Coord("b", inner, atom.extent, a == 0), atom.stride));
+    inner *= atom.extent;
+  }
+  return SumTerms(terms);
+}
+
+AttentionTiles TilesOf(const KernelParams& p) {
+  AttentionTiles t;
+  t.block_m = p.tile_m;
+  t.block_n = p.tile_n;
+  t.warps = p.warps;
+  t.stages = p.stages;
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const KernelParams& params) {
+  KILN_CHECK(region.attention != nullptr) << "attention region " << region.id << " has no plan";
+  const AttentionPlan& plan = *region.attention;
+  const AttentionTiles tiles = TilesOf(params);
+  if (tiles.warps * 32 != params.block_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KernelParams ", params.ToString(), ": an attention block is 32 x warps threads"));
+  }
+  const FusionDecision fit = AttentionTilesFit(plan, tiles, H100Spec());
+  if (!fit) return absl::InvalidArgumentError(absl::StrCat("KernelParams ", params.ToString(), ": ", fit.reason()));
+
+  KernelSource ks;
+  ks.kind = region.kind;
+  ks.template_name = KindInfo(region.kind).runs_as;
+  std::vector<std::string> call_params, fields;
+  std::map<const Node*, std::string> in_names, out_names;
+  PointerParams(region, &ks.args, &call_params, &fields, &in_names, &out_names);
+
+  const std::string type = StorageTypeName(plan.attention->dtype());
+  std::string body = absl::StrCat("  using T = ", type, ";\n");
+  absl::StrAppend(&body, "  static constexpr int kD = ", plan.D, ", kE = ", plan.E, ", kS = ", plan.S, ", kT = ", plan.T,
+                  ";\n");
+  absl::StrAppend(&body, "  static constexpr bool kCausal = ", plan.causal ? "true" : "false",
+                  ", kHasMask = ", plan.mask ? "true" : "false", ";\n");
+  absl::StrAppend(&body, absl::StrFormat("  static constexpr float kScaleLog2 = %.9gf;  // scale %.9g x log2(e)\n",
+                                         plan.scale * 1.4426950408889634, plan.scale));
+  absl::StrAppend(&body, "  static constexpr long long kQRow = ", plan.q.seq.stride, ", kKRow = ", plan.k.seq.stride,
+                  ", kVRow = ", plan.v.seq.stride, ", kORow = ", plan.out.seq.stride, ";\n");
+  for (const std::string& f : fields) absl::StrAppend(&body, "  ", f, ";\n");
+  const std::pair<const char*, const AttentionOperand*> reads[] = {{"Q", &plan.q}, {"K", &plan.k}, {"V", &plan.v}};
+  for (const auto& [name, op] : reads) {
+    absl::StrAppend(&body, "  __device__ __forceinline__ const T* ", name, "(long long b) const { return ",
+                    in_names.at(op->view.source), " + ", BatchOffset(*op), "; }  // ", op->ToString(), "\n");
+  }
+  absl::StrAppend(&body, "  __device__ __forceinline__ T* O(long long b) const { return ",
+                  out_names.at(plan.out.view.source), " + ", BatchOffset(plan.out), "; }  // ", plan.out.ToString(),
+                  "\n");
+  if (plan.mask) {
+    const AttentionOperand& m = *plan.mask;
+    absl::StrAppend(&body, "  __device__ __forceinline__ float Mask(long long b, int i, int j) const {  // ",
+                    m.ToString(), "\n    return kiln::ToCompute(", in_names.at(m.view.source), "[",
+                    SumTerms({BatchOffset(m), Scale("i", m.seq.stride), Scale("j", m.inner.stride)}), "]);\n  }\n");
+  }
+
+  const bool q_in_registers = AttentionQInRegisters(plan, tiles);
+  call_params.push_back("long long count");
+  const std::string call =
+      absl::StrCat("kiln::AttentionKernel<Body, kiln::AttentionShape<", tiles.block_m, ", ", tiles.block_n, ", ",
+                   tiles.warps, ", ", tiles.stages, ", ", q_in_registers ? "true" : "false", ">>(body, count);");
+  ks.count = plan.batch;
+  ks.count_meaning = "batches";
+  ks.launch.block = params.block_size;
+  ks.launch.items_per_block = 1;
+  ks.launch.grid_y = (plan.S + tiles.block_m - 1) / tiles.block_m;
+  ks.launch.dynamic_smem_bytes = static_cast<int>(AttentionSmemBytes(plan, tiles));
+  ks.params = params;
+  ks.notes.push_back(absl::StrCat("tiles ", tiles.block_m, " queries x ", tiles.block_n, " keys, ", tiles.warps,
+                                  " warps, ", tiles.stages, " stages, Q ",
+                                  q_in_registers ? "in registers" : "reloaded from shared memory per key tile",
+                                  plan.causal ? "; causal: key tiles past each block's last row skipped" : ""));
+  std::vector<std::string> comment = {
+      absl::StrCat("kiln attention kernel (", ks.template_name, "), S ", plan.S, ", T ", plan.T, ", D ", plan.D, ", E ",
+                   plan.E, ", ", params.ToString()),
+      "Generated by codegen/emit_attention.cc from these nodes (layout ops folded into Q/K/V/O):"};
+  for (const Node* n : region.nodes) comment.push_back(absl::StrCat("  ", NodeComment(n)));
+  FinishKernel(KindInfo(region.kind).tag, {"kiln_types.cuh", "attention.cuh"}, comment, params, call_params, body, call,
+               &ks);
+  return ks;
+}
+
+}  // namespace codegen_internal
+}  // namespace kiln

@@ -1,0 +1,252 @@
+#include "passes/fusion/attention_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln {
+namespace {
+
+bool IsViewOp(const Node* n) {
+  switch (n->op()) {
+    case OpKind::kReshape:
+    case OpKind::kTranspose:
+    case OpKind::kSlice:
+    case OpKind::kBroadcastTo: return true;
+    default: return false;
+  }
+}
+
+FusionDecision Refuse(const std::string& reason) { return FusionDecision::Forbid("attention-layout", reason); }
+
+// The view `value` is read through: producers inside the region must be index remappings.
+std::optional<StridedView> ReadView(const Region& r, const Node* value, FusionDecision* why) {
+  if (!r.Contains(value)) return ContiguousView(value);
+  if (!IsViewOp(value)) {
+    *why = Refuse(absl::StrCat("attention reads ", value->name(), " (", OpName(value->op()),
+                               "), which is not a reshape, transpose, slice or broadcast"));
+    return std::nullopt;
+  }
+  std::optional<StridedView> in = ReadView(r, value->operand(0), why);
+  if (!in) return std::nullopt;
+  std::optional<StridedView> out = ViewThrough(*in, value);
+  if (!out) *why = Refuse(absl::StrCat(value->name(), " is not a strided view of ", in->source->name()));
+  return out;
+}
+
+// The chain attention -> reshape/transpose ... -> the region's one output, as the view the
+// attention's value is written through.
+std::optional<StridedView> WriteView(const Region& r, const Node* attention, FusionDecision* why) {
+  std::vector<const Node*> chain;
+  const Node* y = attention;
+  for (;;) {
+    std::vector<const Node*> inside;
+    for (const Node* u : y->users()) {
+      if (r.Contains(u)) inside.push_back(u);
+    }
+    if (inside.empty()) break;
+    const bool also_written = std::find(r.outputs.begin(), r.outputs.end(), y) != r.outputs.end();
+    if (inside.size() > 1 || also_written || (inside[0]->op() != OpKind::kReshape && inside[0]->op() != OpKind::kTranspose)) {
+      *why = Refuse(absl::StrCat("attention's result ", y->name(), " is used by ", inside[0]->name(), " (",
+                                 OpName(inside[0]->op()), ")", inside.size() > 1 || also_written ? " and elsewhere" : "",
+                                 ": only one reshape/transpose chain folds into its store"));
+      return std::nullopt;
+    }
+    chain.push_back(inside[0]);
+    y = inside[0];
+  }
+  if (r.outputs.size() != 1 || r.outputs[0] != y) {
+    *why = Refuse(absl::StrCat("the region writes ", r.outputs.size(), " tensors (",
+                               r.outputs.empty() ? std::string("none") : r.outputs[0]->name(),
+                               ", ...); the attention kernel writes only its result"));
+    return std::nullopt;
+  }
+  StridedView view = ContiguousView(y);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    std::optional<StridedView> back = ViewBack(view, *it);
+    if (!back) {
+      *why = Refuse(absl::StrCat((*it)->name(), " cannot be folded into attention's store"));
+      return std::nullopt;
+    }
+    view = *back;
+  }
+  return view;
+}
+
+// Splits a view of rank nb + 2 into the operand's batch, sequence and inner parts.
+std::optional<AttentionOperand> Split(const StridedView& view, size_t nb, const std::string& what,
+                                      FusionDecision* why) {
+  AttentionOperand op;
+  op.view = view;
+  op.batch = FlattenDims(view, 0, nb);
+  std::optional<ViewAtom> seq = SingleAtom(view.dims[nb]), inner = SingleAtom(view.dims[nb + 1]);
+  if (!seq || !inner) {
+    *why = Refuse(absl::StrCat(what, " ", view.ToString(), ": its ", !seq ? "sequence" : "last",
+                               " dim is not a single strided axis"));
+    return std::nullopt;
+  }
+  op.seq = *seq;
+  op.inner = *inner;
+  return op;
+}
+
+// Offsets and strides (elements) multiples of `align`, the head dim contiguous.
+FusionDecision CheckAligned(const AttentionOperand& op, int64_t align, const std::string& what) {
+  if (op.inner.extent > 1 && op.inner.stride != 1) {
+    return Refuse(absl::StrCat(what, " ", op.view.ToString(), ": the head dim is not contiguous"));
+  }
+  bool ok = op.view.offset % align == 0 && (op.seq.extent == 1 || op.seq.stride % align == 0);
+  for (const ViewAtom& a : op.batch) ok = ok && a.stride % align == 0;
+  if (!ok) {
+    return Refuse(absl::StrCat(what, " ", op.view.ToString(), ": offsets or strides are not multiples of ",
+                               align, " elements"));
+  }
+  return FusionDecision::Allow("aligned");
+}
+
+FusionDecision Analyze(const Region& r, AttentionPlan& plan) {
+  const Node* att = nullptr;
+  for (const Node* n : r.nodes) {
+    if (n->op() != OpKind::kAttention) continue;
+    if (att != nullptr) return FusionDecision::Forbid("attention-attention", "two attentions are two kernels");
+    att = n;
+  }
+  if (att == nullptr) return FusionDecision::Forbid("attention", "no attention node");
+  plan.attention = att;
+  const Shape& qs = att->operand(0)->shape();
+  const size_t nb = qs.size() - 2;
+  plan.batch = NumElements(Shape(qs.begin(), qs.begin() + nb));
+  plan.S = qs[nb];
+  plan.D = qs[nb + 1];
+  plan.T = att->operand(1)->shape()[nb];
+  plan.E = att->operand(2)->shape()[nb + 1];
+  plan.scale = att->attrs().GetFloat("scale");
+  if (plan.scale == 0) plan.scale = 1.0 / std::sqrt(static_cast<double>(plan.D));
+  plan.causal = att->attrs().GetBool("causal");
+
+  FusionDecision why = FusionDecision::Allow("attention");
+  const int64_t vector = 16 / ByteSize(att->dtype());  // elements of one 16-byte cp.async
+  const char* names[] = {"q", "k", "v"};
+  AttentionOperand* slots[] = {&plan.q, &plan.k, &plan.v};
+  for (int i = 0; i < 3; ++i) {
+    std::optional<StridedView> view = ReadView(r, att->operand(i), &why);
+    if (!view) return why;
+    std::optional<AttentionOperand> op = Split(*view, nb, names[i], &why);
+    if (!op) return why;
+    KILN_RETURN_IF_NOT_FUSIBLE(CheckAligned(*op, vector, names[i]));
+    *slots[i] = *op;
+  }
+  if (att->num_operands() > 3) {
+    std::optional<StridedView> view = ReadView(r, att->operand(3), &why);
+    if (!view) return why;
+    Shape scores(qs.begin(), qs.begin() + nb);
+    scores.push_back(plan.S);
+    scores.push_back(plan.T);
+    std::optional<AttentionOperand> op = Split(BroadcastView(*view, scores), nb, "mask", &why);
+    if (!op) return why;
+    plan.mask = *op;
+  }
+  std::optional<StridedView> out = WriteView(r, att, &why);
+  if (!out) return why;
+  std::optional<AttentionOperand> op = Split(*out, nb, "output", &why);
+  if (!op) return why;
+  KILN_RETURN_IF_NOT_FUSIBLE(CheckAligned(*op, 2, "output"));
+  plan.out = *op;
+  return FusionDecision::Allow("attention", "layouts folded into the template's loads and store");
+}
+
+}  // namespace
+
+std::string AttentionOperand::ToString() const {
+  std::vector<std::string> atoms;
+  for (const ViewAtom& a : batch) atoms.push_back(absl::StrCat(a.extent, ":", a.stride));
+  return absl::StrCat(view.source->name(), " +", view.offset, " batch (", absl::StrJoin(atoms, " "), ") seq ",
+                      seq.extent, ":", seq.stride, " inner ", inner.extent, ":", inner.stride);
+}
+
+double AttentionPlan::Flops(int64_t block_m, int64_t block_n) const {
+  double keys = 0;  // query rows x keys computed, over one batch
+  for (int64_t m0 = 0; m0 < S; m0 += block_m) {
+    const int64_t rows = block_m;
+    int64_t end = T;
+    if (causal) end = std::min(T, std::min(S, m0 + block_m));
+    if (block_m == 1) end = causal ? std::min(T, m0 + 1) : T;
+    keys += static_cast<double>(rows) * ((end + block_n - 1) / block_n) * block_n;
+  }
+  return 2.0 * keys * (D + E) * batch;
+}
+
+namespace {
+// Registers per thread: the m-tiles of one warp hold Q fragments (D/4 when kept), scores
+// (block_n/2) and output accumulators (E/2) each; ptxas was measured (NVRTC 13.0, sm_90a,
+// tests/codegen/attention_nvrtc_test.cc) at about 1.25 x that + 50 for addresses, statistics
+// and fragments in flight: D 64 with two m-tiles 254 (estimate 250), D 128 with one 210 (210).
+int RegisterEstimate(const AttentionPlan& plan, const AttentionTiles& t, bool q_in_registers) {
+  const int64_t per_tile = (q_in_registers ? PaddedHeadDim(plan.D) / 4 : 0) + t.block_n / 2 + PaddedHeadDim(plan.E) / 2;
+  return static_cast<int>(1.25 * t.MTiles() * per_tile + 50);
+}
+}  // namespace
+
+int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& t) {
+  const int64_t q_row = PaddedHeadDim(plan.D) + 8, v_row = PaddedHeadDim(plan.E) + 8;
+  return 2 * (t.block_m * q_row + t.stages * t.block_n * (q_row + v_row));
+}
+
+bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tiles) {
+  return RegisterEstimate(plan, tiles, true) <= 255;
+}
+
+FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
+  if (t.warps < 1 || t.block_m % (16 * t.warps) != 0 || t.block_n % 16 != 0 || t.stages < 2 || t.stages > 3) {
+    return FusionDecision::Forbid("attention-tiles", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " on ", t.warps,
+                                                                  " warps, ", t.stages, " stages are not a valid shape"));
+  }
+  const int64_t smem = AttentionSmemBytes(plan, t);
+  if (smem > device.smem_per_block_bytes) {
+    return FusionDecision::Forbid("attention-smem", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " need ", smem,
+                                                                 " bytes of shared memory; a block has ",
+                                                                 device.smem_per_block_bytes));
+  }
+  const int regs = RegisterEstimate(plan, t, AttentionQInRegisters(plan, t));
+  if (regs > 255) {
+    return FusionDecision::Forbid("attention-registers", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " on ", t.warps,
+                                                                      " warps need about ", regs, " registers a thread"));
+  }
+  return FusionDecision::Allow("attention-tiles");
+}
+
+AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan) {
+  const int64_t d = std::max(PaddedHeadDim(plan.D), PaddedHeadDim(plan.E));
+  if (plan.S <= 64) return {64, d <= 128 ? 64 : 32, 4, 2};  // decoding: warps past S skip the products
+  if (d <= 64) return {128, 64, 4, 2};
+  if (d <= 128) return {128, 64, 8, 2};
+  return {64, 32, 4, 2};
+}
+
+std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device) {
+  std::vector<AttentionTiles> out = {DefaultAttentionTiles(plan)};
+  const std::vector<AttentionTiles> grid = {
+      {64, 64, 4, 2}, {128, 64, 8, 2}, {128, 64, 4, 2}, {64, 32, 4, 2}, {128, 32, 8, 2},
+      {64, 64, 4, 3}, {128, 64, 8, 3}, {128, 128, 8, 2}};
+  for (const AttentionTiles& t : grid) {
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const AttentionTiles& o) {
+      return o.block_m == t.block_m && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages;
+    });
+    if (!seen && AttentionTilesFit(plan, t, device)) out.push_back(t);
+  }
+  return out;
+}
+
+void AnalyzeAttention(Region& region, const DeviceSpec& device) {
+  auto plan = std::make_shared<AttentionPlan>();
+  FusionDecision placed = Analyze(region, *plan);
+  if (!placed) {
+    region.placed = placed;
+    return;
+  }
+  region.attention = std::move(plan);
+}
+
+}  // namespace kiln

@@ -1,0 +1,84 @@
+// AttentionPlan: the analysis an attention region keeps (region_kind.h), computed once by
+// AnalyzeAttention and read by legality, the cost model and codegen (codegen/emit_attention.cc).
+//
+// An attention region is one attention node plus the layout ops around it: the reshapes,
+// transposes, slices and broadcasts that carve q, k and v out of a projection's output (and
+// expand K/V heads for grouped-query attention), and the transpose/reshape that merges the
+// heads of the result. None of them becomes a kernel: each operand is read, and the result
+// written, through a StridedView of a region input or output. The template needs of each view:
+//   q, k, v, out   batch dims (any atoms), the sequence dim as one atom, the head dim as one
+//                  atom of stride 1; q/k/v offsets and strides 16-byte aligned (cp.async),
+//                  out's 4-byte aligned (paired stores);
+//   mask           broadcast to [batch..., S, T]: batch atoms, then the query and key dims as
+//                  one atom each (any strides: it is read an element at a time).
+#ifndef KILN_PASSES_FUSION_ATTENTION_PLAN_H_
+#define KILN_PASSES_FUSION_ATTENTION_PLAN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "passes/cost/device_spec.h"
+#include "passes/fusion/fusion_decision.h"
+#include "passes/fusion/region.h"
+#include "passes/fusion/strided_view.h"
+
+namespace kiln {
+
+// One operand (or the output) as the template addresses it: element [b, i, d] (b the flattened
+// batch index) is view.source[view.offset + Offset(batch, b) + i * seq.stride + d * inner.stride].
+struct AttentionOperand {
+  StridedView view;
+  ViewDim batch;   // the batch dims' atoms, merged where they chain
+  ViewAtom seq;    // S (q, out, the mask's query dim) or T (k, v)
+  ViewAtom inner;  // D (q, k), E (v, out), or the mask's key dim
+  std::string ToString() const;
+};
+
+struct AttentionPlan {
+  const Node* attention = nullptr;
+  int64_t batch = 1;  // product of the batch dims (B x H)
+  int64_t S = 0, T = 0, D = 0, E = 0;
+  double scale = 0;   // the effective scale (1/sqrt(D) where the attribute is 0)
+  bool causal = false;
+  AttentionOperand q, k, v, out;
+  std::optional<AttentionOperand> mask;
+  // FLOPs of the two products, 2 S T (D + E) per batch, counting only the key tiles a causal
+  // kernel computes (the FlashAttention convention halves them; the tiles on the diagonal
+  // are computed whole).
+  double Flops(int64_t block_m, int64_t block_n) const;
+};
+
+// The template's tiles (templates/attention.cuh AttentionShape): a block owns block_m query
+// rows of one batch (warps x 16 x m-tiles each), streams key/value tiles of block_n rows
+// through `stages` shared-memory buffers. The one rule the cost model and codegen share.
+struct AttentionTiles {
+  int block_m = 64, block_n = 64, warps = 4, stages = 2;
+  int MTiles() const { return block_m / (16 * warps); }
+};
+// Head dims padded to the m16n8k16 products' 16.
+inline int64_t PaddedHeadDim(int64_t d) { return (d + 15) / 16 * 16; }
+// Dynamic shared memory of `tiles` (bytes, 16-bit elements): the Q tile and `stages` K and V
+// tiles, each row padded by 16 bytes (conflict-free ldmatrix).
+int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& tiles);
+// Whether each warp keeps its Q fragments in registers across the key tiles (else it reloads
+// them from shared memory per tile): when the estimated fragments, scores and accumulators of
+// its m-tiles leave room under the 255-register limit.
+bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tiles);
+// Whether `tiles` fit: shared memory within the device's per-block limit, the register
+// estimate within 255, block_m a multiple of 16 x warps.
+FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles& tiles, const DeviceSpec& device);
+// The default: short queries (S <= 64, decoding) 64 rows on 4 warps; head dims up to 64, 128
+// rows on 4 warps (two m-tiles each); up to 128, 128 rows on 8 warps; beyond, 64 rows on 4
+// warps with 32-row key tiles.
+AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan);
+// The autotuner's candidates (the default first), every one fitting.
+std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);
+
+// Fills region.attention and region.placed (region.kind is kAttention).
+void AnalyzeAttention(Region& region, const DeviceSpec& device);
+
+}  // namespace kiln
+
+#endif  // KILN_PASSES_FUSION_ATTENTION_PLAN_H_

@@ -1,0 +1,361 @@
+// attention.cuh: tiled attention (region kind attention), FlashAttention-2 style on the
+// mma.sync tensor-core path (sm_80 and later; 16-bit inputs, f32 accumulation).
+//
+//   y[b, i, :] = sum_j softmax_j(s[b, i, j]) v[b, j, :],
+//   s[b, i, j] = scale q[b, i, :] . k[b, j, :] + mask[b, i, j], -inf where causal and j > i
+//
+// A block owns kBlockM query rows of one batch index b (B x H flattened): its Q tile stays in
+// shared memory (and in each warp's registers as mma A fragments), the key and value tiles
+// of kBlockN rows stream through kStages shared-memory buffers (cp.async, zero-filled past the
+// tensor), and the scores of one key tile never leave registers: an online softmax (running
+// max and sum per row, in f32, exponentials as 2^x) rescales the output accumulators, and the
+// probabilities, rounded to the input's 16-bit type, are the A fragments of P.V. The S x T
+// scores are never stored. Each warp owns kMTiles tiles of 16 rows; causal blocks compute key
+// tiles only up to their last row (tiles past the diagonal are skipped, not masked).
+//
+// Codegen (codegen/emit_attention.cc) generates only the Body: where each operand lives (the
+// layout ops around attention folded into pointer arithmetic: AttentionPlan), the mask, and
+// the constants. Body contract:
+//   using T;                                     __half or __nv_bfloat16
+//   static constexpr int kD, kE;                 head dims of q/k and of v (multiples of 8)
+//   static constexpr int kS, kT;                 query and key lengths
+//   static constexpr bool kCausal, kHasMask;
+//   static constexpr float kScaleLog2;           scale * log2(e)
+//   static constexpr long long kQRow, kKRow, kVRow, kORow;   row (sequence) strides, elements
+//   const T* Q(long long b) const;  K(b), V(b)   the operand's [b, 0, 0] element
+//   T* O(long long b) const;                     the output's [b, 0, 0] element
+//   float Mask(long long b, int i, int j) const; additive mask at [b, i, j] (kHasMask only)
+// Launch: grid (count = batches) x ceil(kS / kBlockM), kThreads threads, AttentionSmemBytes
+// of dynamic shared memory. Rows whose scores are all -inf (fully masked) give 0.
+#pragma once
+
+#include "kiln_types.cuh"
+
+namespace kiln {
+
+template <int kBlockM_, int kBlockN_, int kWarps_, int kStages_, bool kQInRegs_>
+struct AttentionShape {
+  static constexpr int kBlockM = kBlockM_, kBlockN = kBlockN_, kWarps = kWarps_, kStages = kStages_;
+  static constexpr bool kQInRegs = kQInRegs_;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kMTiles = kBlockM / (16 * kWarps);
+  static_assert(kBlockM % (16 * kWarps) == 0, "each warp owns whole 16-row m-tiles");
+  static_assert(kBlockN % 16 == 0, "key tiles are whole k16 steps of P.V");
+  static_assert(kStages == 2 || kStages == 3, "the pipeline keeps 1 or 2 key tiles in flight");
+};
+
+namespace attn {
+
+// ---- PTX wrappers ---------------------------------------------------------------------------
+__device__ __forceinline__ unsigned SmemAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, cached in L2 only; `valid` false writes 16 zero bytes and reads
+// nothing (rows past the sequence, columns past the head dim).
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddress(smem)), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// Four 8x8 matrices of 16-bit elements from shared memory; lane l gives the address of row
+// l % 8 of matrix l / 8, and receives in r[m] the elements (l / 4, 2 (l % 4) .. +1) of matrix m
+// (of its transpose with .trans).
+__device__ __forceinline__ void LdMatrixX4(unsigned (&r)[4], const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddress(smem)));
+}
+__device__ __forceinline__ void LdMatrixX4Trans(unsigned (&r)[4], const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddress(smem)));
+}
+
+// d += a b for a 16x16 A (row-major fragment a[4]) and a 16x8 B (column-major fragment b0, b1),
+// f32 accumulators: lane l holds d (row l/4, cols 2(l%4)..+1) and (row l/4 + 8, same cols).
+template <class T>
+struct Mma;
+template <>
+struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void Run(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  // Two floats as the low and high halves of one register, round to nearest even.
+  static __device__ __forceinline__ unsigned Pack(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
+  }
+};
+template <>
+struct Mma<__half> {
+  static __device__ __forceinline__ void Run(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  static __device__ __forceinline__ unsigned Pack(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
+  }
+};
+
+// 2^x on the special-function unit (ex2.approx.ftz: about 2 ulp; 2^-inf = 0).
+__device__ __forceinline__ float Exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Max and sum over the four lanes that share a row of an mma fragment.
+__device__ __forceinline__ float QuadMax(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float QuadSum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+__host__ __device__ constexpr int RoundUp16(int x) { return (x + 15) / 16 * 16; }
+
+// Rows [row0, row0 + kRows) of a [rows_valid x cols_valid] operand with row stride `row_stride`
+// into shared memory rows of kStride elements, kCols (padded) columns, 16 bytes per cp.async.
+template <int kRows, int kCols, int kStride, int kThreads, class T>
+__device__ __forceinline__ void LoadTile(T* smem, const T* gmem, long long row_stride, int row0, int rows_valid,
+                                         int cols_valid) {
+  constexpr int kChunks = kCols / 8;  // 16-byte chunks per row
+  static_assert(kCols % 8 == 0, "rows are whole 16-byte chunks");
+#pragma unroll
+  for (int i = 0; i < (kRows * kChunks + kThreads - 1) / kThreads; ++i) {
+    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (kRows * kChunks % kThreads != 0 && c >= kRows * kChunks) break;
+    const int r = c / kChunks, col = (c % kChunks) * 8;
+    const bool valid = row0 + r < rows_valid && col < cols_valid;
+    const T* src = valid ? gmem + (row0 + r) * row_stride + col : gmem;
+    CpAsync16(smem + r * kStride + col, src, valid);
+  }
+}
+
+}  // namespace attn
+
+template <class Body, class Shape>
+__device__ __forceinline__ void AttentionKernel(const Body& body, long long count) {
+  using T = typename Body::T;
+  using M = attn::Mma<T>;
+  constexpr int kBM = Shape::kBlockM, kBN = Shape::kBlockN, kMT = Shape::kMTiles, kThreads = Shape::kThreads;
+  constexpr int kStages = Shape::kStages;
+  constexpr int kDP = attn::RoundUp16(Body::kD), kEP = attn::RoundUp16(Body::kE);
+  constexpr int kQS = kDP + 8, kKS = kDP + 8, kVS = kEP + 8;  // padded rows: conflict-free ldmatrix
+  static_assert(Body::kD % 8 == 0 && Body::kE % 8 == 0, "head dims are whole 16-byte chunks");
+  static_assert(Body::kS >= 1 && Body::kT >= 1, "attention over empty sequences is not launched");
+
+  extern __shared__ __align__(16) unsigned char attention_smem[];
+  T* sQ = reinterpret_cast<T*>(attention_smem);
+  T* sK = sQ + kBM * kQS;
+  T* sV = sK + kStages * kBN * kKS;
+
+  const long long b = blockIdx.x;
+  if (b >= count) return;
+  constexpr int kMBlocks = (Body::kS + kBM - 1) / kBM;
+  const int m0 = (kMBlocks - 1 - static_cast<int>(blockIdx.y)) * kBM;  // the longest causal rows first
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int warp_row0 = m0 + warp * 16 * kMT;  // this warp's first query row
+
+  const T* q = body.Q(b);
+  const T* k = body.K(b);
+  const T* v = body.V(b);
+  // Key tiles this block computes: all of them, or up to its last row when causal.
+  int keys = Body::kT;
+  if (Body::kCausal) keys = min(Body::kT, min(Body::kS, m0 + kBM));
+  const int n_tiles = (keys + kBN - 1) / kBN;
+
+  auto load_kv = [&](int tile) {
+    const int stage = tile % kStages;
+    attn::LoadTile<kBN, kDP, kKS, kThreads>(sK + stage * kBN * kKS, k, Body::kKRow, tile * kBN, Body::kT, Body::kD);
+    attn::LoadTile<kBN, kEP, kVS, kThreads>(sV + stage * kBN * kVS, v, Body::kVRow, tile * kBN, Body::kT, Body::kE);
+  };
+  attn::LoadTile<kBM, kDP, kQS, kThreads>(sQ, q, Body::kQRow, m0, Body::kS, Body::kD);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < n_tiles) load_kv(s);
+    attn::CpAsyncCommit();
+  }
+
+  // ldmatrix addressing of this lane: A (Q) fragments, B fragments of K (non-transposed) and
+  // of V (transposed), each x4 covering two 8-wide n blocks of one k16 step.
+  const int a_row = lane % 16, a_col = (lane / 16) * 8;
+  const int kb_row = (lane / 16) * 8 + lane % 8, kb_col = ((lane / 8) % 2) * 8;
+  const int vb_row = ((lane / 8) % 2) * 8 + lane % 8, vb_col = (lane / 16) * 8;
+
+  unsigned qf[Shape::kQInRegs ? kMT : 1][kDP / 16][4];
+  float o[kMT][kEP / 8][4];
+  float row_max[kMT][2], row_sum[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int e = 0; e < kEP / 8; ++e) o[mt][e][0] = o[mt][e][1] = o[mt][e][2] = o[mt][e][3] = 0.0f;
+    row_max[mt][0] = row_max[mt][1] = kNegInfF();
+    row_sum[mt][0] = row_sum[mt][1] = 0.0f;
+  }
+
+  for (int n = 0; n < n_tiles; ++n) {
+    attn::CpAsyncWait<kStages - 2>();
+    __syncthreads();  // tile n is in shared memory; every warp is done with tile n - 1
+    if constexpr (Shape::kQInRegs) {
+      if (n == 0) {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+          for (int kk = 0; kk < kDP / 16; ++kk) {
+            attn::LdMatrixX4(qf[mt][kk], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * 16 + a_col);
+          }
+        }
+      }
+    }
+    if (n + kStages - 1 < n_tiles) load_kv(n + kStages - 1);
+    attn::CpAsyncCommit();
+
+    const int key0 = n * kBN;
+    // A warp whose rows are all past S (short query blocks: decoding), or all precede this
+    // tile's first key (causal), has nothing to do.
+    if (warp_row0 >= Body::kS || (Body::kCausal && key0 > warp_row0 + 16 * kMT - 1)) continue;
+    const T* cK = sK + (n % kStages) * kBN * kKS;
+    const T* cV = sV + (n % kStages) * kBN * kVS;
+
+    // s = q k^T for this warp's rows and the tile's keys.
+    float s[kMT][kBN / 8][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kDP / 16; ++kk) {
+      unsigned qa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        if constexpr (Shape::kQInRegs) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kk][r];
+        } else {
+          attn::LdMatrixX4(qa[mt], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * 16 + a_col);
+        }
+      }
+#pragma unroll
+      for (int nb = 0; nb < kBN / 16; ++nb) {
+        unsigned kf[4];
+        attn::LdMatrixX4(kf, cK + (nb * 16 + kb_row) * kKS + kk * 16 + kb_col);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          M::Run(s[mt][2 * nb], qa[mt], kf[0], kf[1]);
+          M::Run(s[mt][2 * nb + 1], qa[mt], kf[2], kf[3]);
+        }
+      }
+    }
+
+    // Scale into the log2 domain, add the mask, mask keys past T and (causal) past the row.
+    const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_row0);
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int j = 0; j < kBN / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = warp_row0 + mt * 16 + g + (e >= 2 ? 8 : 0);
+          const int col = key0 + j * 8 + 2 * t + (e & 1);
+          float x = s[mt][j][e] * Body::kScaleLog2;
+          if constexpr (Body::kHasMask) {
+            x += body.Mask(b, min(row, Body::kS - 1), min(col, Body::kT - 1)) * 1.4426950408889634f;
+          }
+          if (edge && (col >= Body::kT || (Body::kCausal && col > row))) x = kNegInfF();
+          s[mt][j][e] = x;
+        }
+      }
+    }
+
+    // Online softmax: new row maxima, rescale what was accumulated, exponentiate.
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = row_max[mt][h];
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
+        mx = attn::QuadMax(mx);
+        const float shift = mx == kNegInfF() ? 0.0f : mx;  // a row with nothing visible yet: 2^-inf = 0
+        const float correction = attn::Exp2(row_max[mt][h] - shift);
+        row_max[mt][h] = mx;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+          s[mt][j][2 * h] = attn::Exp2(s[mt][j][2 * h] - shift);
+          s[mt][j][2 * h + 1] = attn::Exp2(s[mt][j][2 * h + 1] - shift);
+          sum += s[mt][j][2 * h] + s[mt][j][2 * h + 1];
+        }
+        row_sum[mt][h] = row_sum[mt][h] * correction + sum;
+#pragma unroll
+        for (int e = 0; e < kEP / 8; ++e) {
+          o[mt][e][2 * h] *= correction;
+          o[mt][e][2 * h + 1] *= correction;
+        }
+      }
+    }
+
+    // o += p v: the score accumulators of two 8-key blocks are the A fragment of a k16 step.
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      unsigned pa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        pa[mt][0] = M::Pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = M::Pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = M::Pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = M::Pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int eb = 0; eb < kEP / 16; ++eb) {
+        unsigned vf[4];
+        attn::LdMatrixX4Trans(vf, cV + (kk * 16 + vb_row) * kVS + eb * 16 + vb_col);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          M::Run(o[mt][2 * eb], pa[mt], vf[0], vf[1]);
+          M::Run(o[mt][2 * eb + 1], pa[mt], vf[2], vf[3]);
+        }
+      }
+    }
+  }
+  attn::CpAsyncWait<0>();  // nothing may be in flight when the block exits
+
+  // Normalise (a row that saw no key, l = 0, gives 0) and store pairs of columns.
+  T* out = body.O(b);
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float l = attn::QuadSum(row_sum[mt][h]);
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const int row = warp_row0 + mt * 16 + g + 8 * h;
+      if (row >= Body::kS) continue;
+#pragma unroll
+      for (int e = 0; e < kEP / 8; ++e) {
+        const int col = e * 8 + 2 * t;
+        if (col >= Body::kE) continue;
+        const unsigned pair = M::Pack(o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
+        *reinterpret_cast<unsigned*>(out + row * Body::kORow + col) = pair;
+      }
+    }
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,172 @@
+// The tiled attention template on the GPU against the reference interpreter (label gpu; part
+// of codegen_region_gpu_test): outputs poisoned, compared element by element at the kernel
+// tolerances of ir/compare.h, launched twice for bitwise determinism (region_check.h).
+// Sweeps: S and T over {1, 7, 64, 127, 128, 1000, 2048, 4097} in pairs (S != T included),
+// head dims 32-256 (48, 80, 96 too), causal or not, both 16-bit dtypes, batch x heads from 1 to
+// 64; q, k, v sliced out of one projection and the heads merged after (layouts folded);
+// additive masks [B,1,1,T], [1,1,S,T], [B,H,S,T] and boolean ones, rows fully masked;
+// grouped-query heads 1, 2, 4, 8 by broadcast; scores scaled up so the softmax is peaked; and
+// every tuning candidate at a few shapes.
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "absl/strings/str_format.h"
+#include "api/compiler.h"
+#include "codegen/kernel_params.h"
+#include "gtest/gtest.h"
+#include "tests/codegen/attention_cases.h"
+#include "tests/codegen/region_check.h"
+
+namespace kiln {
+namespace {
+
+using testing_gpu::CheckGraph;
+using testing_gpu::CheckOptions;
+using testing_gpu::Parse;
+
+class AttentionGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing_gpu::HaveGpu()) GTEST_SKIP() << "no CUDA device (or no driver)";
+  }
+};
+
+std::string Plain(const std::string& dtype, int64_t b, int64_t h, int64_t s, int64_t t, int64_t d, bool causal,
+                  double scale) {
+  return absl::StrFormat(R"(graph g(q: %1$s[%2$d,%3$d,%4$d,%6$d], k: %1$s[%2$d,%3$d,%5$d,%6$d], v: %1$s[%2$d,%3$d,%5$d,%6$d]) {
+      y = attention(q, k, v) {causal = %7$s, scale = %8$g}
+      return y
+    })", dtype, b, h, s, t, d, causal ? "true" : "false", scale);
+}
+
+// Checks the graph's attention region, asserting there is one (a case the template does not
+// take would silently test the fallback instead).
+void CheckAttention(const std::string& label, const std::string& text, const CheckOptions& options = {}) {
+  auto graph = Parse(text);
+  ASSERT_NE(graph, nullptr);
+  auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  ASSERT_NE(testing_codegen::AttentionRegion(*analysis), nullptr) << label << " has no attention region";
+  EXPECT_GE(CheckGraph(label, std::move(graph), options), 1);
+}
+
+TEST_F(AttentionGpuTest, ShapeSweep) {
+  struct Case {
+    int64_t s, t;
+  };
+  const Case lengths[] = {{1, 1},   {1, 4097}, {7, 64},      {64, 64},     {127, 1000},
+                          {128, 128}, {1000, 127}, {2048, 2048}, {4097, 4097}, {64, 7}};
+  const int64_t dims[] = {32, 48, 64, 80, 96, 128, 256};
+  const int64_t heads[][2] = {{1, 1}, {1, 3}, {2, 4}, {4, 16}};
+  int i = 0;
+  for (const Case& c : lengths) {
+    for (int variant = 0; variant < 2; ++variant, ++i) {
+      const int64_t d = dims[i % 7];
+      const bool causal = (i / 2) % 2 == 0;
+      const char* dtype = i % 2 == 0 ? "bf16" : "f16";
+      // Batch x heads shrink as S x T grows: the interpreter works in double on the CPU.
+      const int64_t work = c.s * c.t * d;
+      const int hb = work > (int64_t{1} << 28) ? 0 : work > (int64_t{1} << 24) ? 1 : work > (int64_t{1} << 20) ? 2 : 3;
+      const double scale = variant == 0 ? 0.0 : 1.5;  // 1.5: peaked softmax rows
+      CheckAttention(absl::StrFormat("attn_%s_S%d_T%d_D%d_%s_bh%d_scale%g", dtype, c.s, c.t, d,
+                                     causal ? "causal" : "full", heads[hb][0] * heads[hb][1], scale),
+                     Plain(dtype, heads[hb][0], heads[hb][1], c.s, c.t, d, causal, scale));
+    }
+  }
+}
+
+TEST_F(AttentionGpuTest, HeadDimsAndBatchHeads) {
+  for (int64_t d : {32, 48, 64, 80, 96, 128, 256}) {
+    CheckAttention(absl::StrFormat("attn_bf16_D%d_bh64", d), Plain("bf16", 4, 16, 97, 130, d, true, 0.0));
+  }
+  // E != D.
+  CheckAttention("attn_f16_D64_E128", R"(graph g(q: f16[2,3,70,64], k: f16[2,3,90,64], v: f16[2,3,90,128]) {
+      y = attention(q, k, v) {causal = true, scale = 0.2}
+      return y })");
+}
+
+TEST_F(AttentionGpuTest, ProjectionLayoutsFoldIntoLoadsAndStore) {
+  for (bool causal : {true, false}) {
+    CheckAttention(absl::StrFormat("attn_qkv_bf16_%s", causal ? "causal" : "full"),
+                   testing_codegen::QkvGraph("bf16", 2, 300, 4, 64, causal));
+    CheckAttention(absl::StrFormat("attn_qkv_f16_D128_%s", causal ? "causal" : "full"),
+                   testing_codegen::QkvGraph("f16", 1, 257, 3, 128, causal));
+  }
+}
+
+TEST_F(AttentionGpuTest, Masks) {
+  // Padding [B,1,1,T], with whole rows of keys masked for one batch.
+  CheckAttention("attn_mask_padding", R"(graph g(q: bf16[2,4,100,64], k: bf16[2,4,300,64], v: bf16[2,4,300,64], m: bf16[2,1,1,300]) {
+      y = attention(q, k, v, m) {causal = false, scale = 0.0}
+      return y })");
+  // [1,1,S,T] shared by batch and heads, causal on top; [B,H,S,T].
+  CheckAttention("attn_mask_square_causal", R"(graph g(q: f16[2,2,77,96], k: f16[2,2,77,96], v: f16[2,2,77,96], m: f16[1,1,77,77]) {
+      y = attention(q, k, v, m) {causal = true, scale = 0.0}
+      return y })");
+  CheckAttention("attn_mask_full", R"(graph g(q: bf16[2,3,65,32], k: bf16[2,3,129,32], v: bf16[2,3,129,32], m: bf16[2,3,65,129]) {
+      y = attention(q, k, v, m) {causal = false, scale = 0.0}
+      return y })");
+  // A boolean keep mask, as exporters write it (match_attention turns where(m, s, -inf) into
+  // an additive operand): the mask is -inf where false, and rows entirely false give 0.
+  CheckAttention("attn_mask_bool", R"(graph g(q: bf16[1,2,40,64], k: bf16[1,2,50,64], v: bf16[1,2,50,64], m: bool[1,1,40,50]) {
+      kt = transpose(k) {perm = [0, 1, 3, 2]}
+      s = matmul(q, kt)
+      c: bf16[] = constant() {data = [0.125]}
+      ss = mul(s, c)
+      ninf: bf16[] = constant() {data = [-inf]}
+      w = where(m, ss, ninf)
+      p = softmax(w) {axis = 3}
+      y = matmul(p, v)
+      return y })");
+  // Fully masked rows through an additive -inf mask: rows of the mask that are all -inf.
+  std::map<std::string, Tensor> inputs;
+  Tensor m(DType::kBF16, Shape{1, 1, 33, 70});
+  for (int64_t i = 0; i < 33; ++i) {
+    for (int64_t j = 0; j < 70; ++j) {
+      const bool masked = i % 5 == 0 || (j % 3 == 0 && i % 2 == 0);
+      m.SetF64(i * 70 + j, masked ? -std::numeric_limits<double>::infinity() : 0.25 * ((i + j) % 4));
+    }
+  }
+  inputs.emplace("m", m);
+  CheckOptions options;
+  options.inputs = &inputs;
+  CheckAttention("attn_mask_fully_masked_rows", R"(graph g(q: bf16[1,3,33,64], k: bf16[1,3,70,64], v: bf16[1,3,70,64], m: bf16[1,1,33,70]) {
+      y = attention(q, k, v, m) {causal = false, scale = 0.0}
+      return y })", options);
+}
+
+TEST_F(AttentionGpuTest, GroupedQueryHeads) {
+  for (int group : {1, 2, 4, 8}) {
+    const int kv = 8 / group;
+    CheckAttention(absl::StrFormat("attn_gqa_group%d", group),
+                   absl::StrFormat(R"(graph g(q: bf16[2,8,50,64], k: bf16[2,%1$d,200,64], v: bf16[2,%1$d,200,64]) {
+      k5 = reshape(k) {shape = [2, %1$d, 1, 200, 64]}
+      v5 = reshape(v) {shape = [2, %1$d, 1, 200, 64]}
+      ke = broadcast_to(k5) {shape = [2, %1$d, %2$d, 200, 64]}
+      ve = broadcast_to(v5) {shape = [2, %1$d, %2$d, 200, 64]}
+      kk = reshape(ke) {shape = [2, 8, 200, 64]}
+      vv = reshape(ve) {shape = [2, 8, 200, 64]}
+      y = attention(q, kk, vv) {causal = true, scale = 0.0}
+      return y })", kv, group));
+  }
+}
+
+TEST_F(AttentionGpuTest, EveryTuningCandidate) {
+  const std::string graphs[] = {Plain("bf16", 2, 3, 300, 333, 64, true, 0.0), Plain("f16", 1, 4, 129, 257, 128, false, 0.0),
+                                Plain("bf16", 1, 2, 100, 100, 256, true, 0.0), Plain("f16", 8, 4, 1, 2000, 128, false, 0.0)};
+  for (const std::string& text : graphs) {
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    const Region* region = testing_codegen::AttentionRegion(*analysis);
+    ASSERT_NE(region, nullptr);
+    for (const KernelParams& p : CandidateParams(*region, analysis->plan.device)) {
+      CheckOptions options;
+      options.params = p;
+      testing_gpu::CheckRegion(absl::StrFormat("attn_candidate_%s", p.ToString()), *analysis->graph, *region, options);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,155 @@
+// The attention kind on the CPU: strided views through layout chains, and the plan an
+// attention region keeps (what folds into its loads and store, what does not).
+#include <cstdio>
+
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "passes/fusion/attention_plan.h"
+#include "passes/fusion/region_kind.h"
+#include "tests/codegen/attention_cases.h"
+#include "tests/codegen/codegen_test_util.h"
+
+namespace kiln {
+namespace {
+
+using testing_codegen::AnalyzeText;
+using testing_codegen::AttentionRegion;
+using testing_codegen::QkvGraph;
+
+TEST(StridedViewTest, ReshapeSplitsAndMergesAtoms) {
+  auto g = ParseGraph(R"(graph g(x: f32[6, 8]) {
+      r = reshape(x) {shape = [2, 3, 4, 2]}
+      t = transpose(r) {perm = [0, 2, 1, 3]}
+      m = reshape(t) {shape = [8, 3, 2]}
+      return m
+    })");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Node* x = (*g)->inputs()[0];
+  const Node* m = (*g)->outputs()[0].node;
+  const Node* t = m->operand(0);
+  const Node* r = t->operand(0);
+  StridedView v = ContiguousView(x);
+  v = *ViewThrough(v, r);
+  EXPECT_EQ(v.shape(), (Shape{2, 3, 4, 2}));
+  v = *ViewThrough(v, t);
+  // [2, 4, 3, 2]: strides 24, 2, 8, 1.
+  EXPECT_EQ(v.ToString(), "x[offset 0: (2:24) (4:2) (3:8) (2:1)]");
+  // [8, 3, 2]: the first dim merges (2:24)(4:2), which do not chain: two atoms.
+  std::optional<StridedView> merged = ViewThrough(v, m);
+  ASSERT_TRUE(merged.has_value());
+  EXPECT_EQ(merged->ToString(), "x[offset 0: (2:24 4:2) (3:8) (2:1)]");
+  EXPECT_FALSE(SingleAtom(merged->dims[0]).has_value());
+  EXPECT_EQ(SingleAtom(merged->dims[1])->stride, 8);
+}
+
+TEST(StridedViewTest, SliceOffsetsAndBroadcastStrides) {
+  auto g = ParseGraph(R"(graph g(x: f32[4, 10]) {
+      s = slice(x) {starts = [1, 2], ends = [4, 10], steps = [1, 2]}
+      b = broadcast_to(s) {shape = [5, 3, 4]}
+      return b
+    })");
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Node* b = (*g)->outputs()[0].node;
+  StridedView v = *ViewThrough(*ViewThrough(ContiguousView((*g)->inputs()[0]), b->operand(0)), b);
+  EXPECT_EQ(v.ToString(), "x[offset 12: (5:0) (3:10) (4:2)]");
+}
+
+TEST(AttentionPlanTest, QkvSlicesAndHeadTransposesFoldIntoOneKernel) {
+  Analysis a = AnalyzeText(QkvGraph("bf16", 2, 64, 4, 32, true));
+  const Region* r = AttentionRegion(a);
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->placed) << r->placed.reason();
+  ASSERT_NE(r->attention, nullptr);
+  EXPECT_EQ(r->nodes.size(), 12u);
+  EXPECT_EQ(a.plan.regions.size(), 1u) << "no layout kernel may remain around attention";
+  const AttentionPlan& p = *r->attention;
+  EXPECT_EQ(p.batch, 8);
+  EXPECT_TRUE(p.causal);
+  EXPECT_DOUBLE_EQ(p.scale, 1.0 / std::sqrt(32.0));
+  // q[b, h, s, d] = qkv[(b S + s), h D + d]: batch atoms (2: S x 384) (4: 32); rows 384 apart.
+  EXPECT_EQ(p.q.ToString(), "qkv +0 batch (2:24576 4:32) seq 64:384 inner 32:1");
+  EXPECT_EQ(p.k.ToString(), "qkv +128 batch (2:24576 4:32) seq 64:384 inner 32:1");
+  EXPECT_EQ(p.v.ToString(), "qkv +256 batch (2:24576 4:32) seq 64:384 inner 32:1");
+  EXPECT_EQ(p.out.ToString(), "y +0 batch (2:8192 4:32) seq 64:128 inner 32:1");
+}
+
+TEST(AttentionPlanTest, GroupedQueryHeadsReadSharedKeysWithoutACopy) {
+  // K/V with 2 heads serve 8 query heads: unsqueeze, expand, merge (as exporters write GQA).
+  Analysis a = AnalyzeText(R"(graph g(q: f16[1,8,33,64], k: f16[1,2,40,64], v: f16[1,2,40,64]) {
+      k5 = reshape(k) {shape = [1, 2, 1, 40, 64]}
+      v5 = reshape(v) {shape = [1, 2, 1, 40, 64]}
+      ke = broadcast_to(k5) {shape = [1, 2, 4, 40, 64]}
+      ve = broadcast_to(v5) {shape = [1, 2, 4, 40, 64]}
+      kk = reshape(ke) {shape = [1, 8, 40, 64]}
+      vv = reshape(ve) {shape = [1, 8, 40, 64]}
+      y = attention(q, kk, vv) {causal = false, scale = 0.125}
+      return y
+    })");
+  const Region* r = AttentionRegion(a);
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->placed) << r->placed.reason();
+  EXPECT_EQ(a.plan.regions.size(), 1u);
+  // Query head h reads key head h / 4: atoms (2: 2560) (4: 0).
+  EXPECT_EQ(r->attention->k.ToString(), "k +0 batch (2:2560 4:0) seq 40:64 inner 64:1");
+  EXPECT_EQ(r->attention->q.ToString(), "q +0 batch (8:2112) seq 33:64 inner 64:1");
+}
+
+TEST(AttentionPlanTest, PaddingMaskIsReadThroughItsBroadcast) {
+  Analysis a = AnalyzeText(R"(graph g(q: bf16[2,4,16,64], k: bf16[2,4,24,64], v: bf16[2,4,24,64], m: bf16[2,1,1,24]) {
+      y = attention(q, k, v, m) {causal = false, scale = 0.0}
+      return y
+    })");
+  const Region* r = AttentionRegion(a);
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->attention && r->attention->mask);
+  // [2, 1, 1, 24] broadcast to [2, 4, 16, 24]: batch atoms (2: 24) (4: 0), rows 0, keys 1.
+  EXPECT_EQ(r->attention->mask->ToString(), "m +0 batch (2:24 4:0) seq 16:0 inner 24:1");
+}
+
+TEST(AttentionPlanTest, UnsupportedCasesAreLoweredBeforeFusionWithAReason) {
+  // f32 and a head dim that is not a multiple of 8: the template refuses, lower_attention
+  // writes matmul, softmax, matmul, and no attention region remains.
+  for (const char* text : {R"(graph g(q: f32[1,2,16,64], k: f32[1,2,16,64], v: f32[1,2,16,64]) {
+                             y = attention(q, k, v) {causal = true, scale = 0.0}
+                             return y })",
+                           R"(graph g(q: bf16[1,2,16,20], k: bf16[1,2,16,20], v: bf16[1,2,16,20]) {
+                             y = attention(q, k, v) {causal = false, scale = 0.0}
+                             return y })"}) {
+    Analysis a = AnalyzeText(text);
+    EXPECT_EQ(AttentionRegion(a), nullptr) << text;
+  }
+  auto g = ParseGraph(R"(graph g(q: f32[1,2,16,64], k: f32[1,2,16,64], v: f32[1,2,16,64]) {
+      y = attention(q, k, v) {causal = true, scale = 0.0}
+      return y })");
+  ASSERT_TRUE(g.ok());
+  const FusionDecision covers = AttentionTemplateCovers(*(*g)->outputs()[0].node);
+  EXPECT_FALSE(covers);
+  EXPECT_EQ(covers.rule(), "attention-dtype");
+}
+
+TEST(AttentionPlanTest, AResultReadTwiceKeepsItsConsumersOutside) {
+  // y is an output and also feeds a transpose: the kernel writes y only; the transpose stays
+  // a layout region of its own.
+  Analysis a = AnalyzeText(R"(graph g(q: bf16[1,2,16,64], k: bf16[1,2,16,64], v: bf16[1,2,16,64]) {
+      y = attention(q, k, v) {causal = false, scale = 0.0}
+      t = transpose(y) {perm = [0, 2, 1, 3]}
+      return y, t
+    })");
+  const Region* r = AttentionRegion(a);
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(r->placed);
+  EXPECT_EQ(r->nodes.size(), 1u);
+  EXPECT_EQ(a.plan.regions.size(), 2u);
+}
+
+TEST(AttentionPlanTest, CausalFlopsCountOnlyTheComputedKeyTiles) {
+  Analysis a = AnalyzeText(QkvGraph("bf16", 1, 256, 2, 64, true));
+  const AttentionPlan& p = *AttentionRegion(a)->attention;
+  // Rows of 64: keys 64, 128, 192, 256 (tiles of 64): 640 x 64 rows x 2 x 128 x 2 batches.
+  EXPECT_DOUBLE_EQ(p.Flops(64, 64), 2.0 * 640 * 64 * 128 * 2);
+  // Exact causal count: sum over rows of (i + 1) keys.
+  EXPECT_DOUBLE_EQ(p.Flops(1, 1), 2.0 * (256.0 * 257 / 2) * 128 * 2);
+}
+
+}  // namespace
+}  // namespace kiln
