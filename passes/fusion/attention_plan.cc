@@ -169,7 +169,8 @@ std::string AttentionOperand::ToString() const {
 double AttentionPlan::Flops(int64_t block_m, int64_t block_n) const {
   double keys = 0;  // query rows x keys computed, over one batch
   for (int64_t m0 = 0; m0 < S; m0 += block_m) {
-    const int64_t rows = block_m;
+    // Warps whose 16-row tiles lie past S skip the products (decoding's short query blocks).
+    const int64_t rows = std::min(block_m, (S - m0 + 15) / 16 * 16);
     int64_t end = T;
     if (causal) end = std::min(T, std::min(S, m0 + block_m));
     if (block_m == 1) end = causal ? std::min(T, m0 + 1) : T;

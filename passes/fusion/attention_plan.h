@@ -44,9 +44,10 @@ struct AttentionPlan {
   bool causal = false;
   AttentionOperand q, k, v, out;
   std::optional<AttentionOperand> mask;
-  // FLOPs of the two products, 2 S T (D + E) per batch, counting only the key tiles a causal
-  // kernel computes (the FlashAttention convention halves them; the tiles on the diagonal
-  // are computed whole).
+  // FLOPs of the two products as the tensor cores execute them: 2 (D + E) per query row (in
+  // whole 16-row tiles) and key (in whole key tiles, up to a block's last row when causal; the
+  // FlashAttention convention, 2 S T (D + E) halved, ignores the tiles' padding). With
+  // block_m = block_n = 1 the exact count.
   double Flops(int64_t block_m, int64_t block_n) const;
 };
 

@@ -63,8 +63,8 @@ TEST(CostModelTest, WorkOfMatmulAttentionReductionAndActivation) {
 }
 
 // An attention region is priced as the tiled template runs it: q, k, v and the output moved
-// once; the FLOPs of the tiles it computes (a 64-row query block, key tiles of 64 up to its
-// last row when causal: here one tile, padded past S = 16 and T = 32) at the attention rate;
+// once; the FLOPs of the tiles it computes (one 16-row m-tile of the 64-row query block, key
+// tiles of 64 up to its last row when causal: one, padded past T = 32) at the attention rate;
 // one launch. (Attention the template does not run never reaches a region:
 // lower_attention rewrites it before fusion, and its matmuls and row kernel are priced as such.)
 TEST(CostModelTest, AttentionIsPricedAsTheTiledTemplate) {
@@ -77,7 +77,7 @@ TEST(CostModelTest, AttentionIsPricedAsTheTiledTemplate) {
   RunTimeEstimate e = EstimateRunTime(r, H100Spec());
   const int64_t io = 2 * (2 * 8 * 16 * 64 + 2 * 8 * 32 * 64 + 2 * 8 * 32 * 32) + 2 * (2 * 8 * 16 * 32);  // bytes
   EXPECT_EQ(e.bytes_read + e.bytes_written, io);
-  EXPECT_DOUBLE_EQ(e.flops, 2.0 * (2 * 8) * 64 * 64 * (64 + 32));
+  EXPECT_DOUBLE_EQ(e.flops, 2.0 * (2 * 8) * 16 * 64 * (64 + 32));
   EXPECT_NEAR(e.compute_us, e.flops / H100Spec().attention_flops_per_us, 1e-9);
   EXPECT_DOUBLE_EQ(e.launch_us, H100Spec().launch_us);
 }
