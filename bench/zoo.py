@@ -319,13 +319,13 @@ def dtypes_text(g):
 
 
 def print_list(workloads):
-    print(f"{'workload':<31} {'class':<10} {'dtype':<5} {'compulsory bytes':>16} {'MB':>7}  "
+    print(f"{'workload':<31} {'class':<11} {'dtype':<5} {'compulsory bytes':>16} {'MB':>7}  "
           f"{'inputs -> outputs':<52} where users meet it")
     total = 0
     for w in workloads:
         g = graph_of(w)
         total += g.compulsory_bytes()
-        print(f"{w.name + (' *' if w.cliff else ''):<31} {w.cls:<10} {dtypes_text(g):<5} {g.compulsory_bytes():>16,d} "
+        print(f"{w.name + (' *' if w.cliff else ''):<31} {w.cls:<11} {dtypes_text(g):<5} {g.compulsory_bytes():>16,d} "
               f"{g.compulsory_bytes() / 1e6:>7.1f}  {shapes_text(g):<52} {w.source}")
     print(f"{len(workloads)} workloads, {sum(w.cliff for w in workloads)} of them issue 12's known cliffs (*); "
           f"{total / 1e6:,.0f} MB compulsory in all")
@@ -625,7 +625,7 @@ def cell(value, width, fmt):
     return (format(value, fmt) if value is not None else "-").rjust(width)
 
 
-TABLE_HEADER = (f"{'workload':<31} {'class':<10} {'MB':>7} {'floor us':>9} {'kiln us':>9} {'k/floor':>7} "
+TABLE_HEADER = (f"{'workload':<31} {'class':<11} {'MB':>7} {'floor us':>9} {'kiln us':>9} {'k/floor':>7} "
                 f"{'eager us':>9} {'compile us':>10} {'x compile':>9} {'pred us':>9} {'pred err':>8}  problems")
 
 
@@ -633,7 +633,7 @@ def table_row(rec):
     d = derived(rec)
     err = 100 * (d["measured_over_predicted"] - 1) if d["measured_over_predicted"] else None
     predicted = rec["kiln"]["predicted_us"] if timed(rec, "kiln") else None
-    return (f"{rec['name']:<31} {rec['class']:<10} {rec['compulsory_bytes'] / 1e6:>7.1f} "
+    return (f"{rec['name']:<31} {rec['class']:<11} {rec['compulsory_bytes'] / 1e6:>7.1f} "
             f"{cell(d['floor_us'], 9, '.1f')} {cell(timed(rec, 'kiln'), 9, '.1f')} "
             f"{cell(d['kiln_over_floor'], 7, '.2f')} {cell(timed(rec, 'eager'), 9, '.1f')} "
             f"{cell(timed(rec, 'compile'), 10, '.1f')} {cell(d['speedup_over_compile'], 9, '.2f')} "
