@@ -208,14 +208,16 @@ ATTENTION_FLOPS = ("causal", "full")
 
 class Graph:
     """One kiln JSON graph: inputs, initializers, nodes (with defaulted attributes), outputs and
-    the dtype and shape of every name."""
+    the dtype and shape of every name. Read from `path`, or given as the parsed document `doc`
+    (then `path` only names it in messages)."""
 
-    def __init__(self, path):
+    def __init__(self, path, doc=None):
         self.path = pathlib.Path(path)
-        try:
-            doc = json.loads(self.path.read_text())
-        except (OSError, ValueError) as e:
-            raise GraphError(f"{path}: {e}") from e
+        if doc is None:
+            try:
+                doc = json.loads(self.path.read_text())
+            except (OSError, ValueError) as e:
+                raise GraphError(f"{path}: {e}") from e
         if doc.get("kiln_graph") != 1:
             raise GraphError(f"{path}: not a kiln_graph version 1 document")
         self.name = doc.get("name", "graph")

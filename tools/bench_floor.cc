@@ -17,29 +17,65 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// Times `body` (which enqueues work on the legacy stream) `reps` times with events; ms each.
-template <typename Body>
-absl::StatusOr<std::vector<double>> TimeEach(int reps, Body body) {
-  KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
-  CUevent start, stop;
-  KILN_CU_RETURN_IF_ERROR(cu->cuEventCreate(&start, CU_EVENT_DEFAULT));
-  KILN_CU_RETURN_IF_ERROR(cu->cuEventCreate(&stop, CU_EVENT_DEFAULT));
-  std::vector<double> ms;
-  absl::Status status;
-  for (int i = 0; i < reps && status.ok(); ++i) {
-    cu->cuEventRecord(start, nullptr);
-    status = body();
-    cu->cuEventRecord(stop, nullptr);
-    if (cu->cuEventSynchronize(stop) != CUDA_SUCCESS) status = absl::InternalError("cuEventSynchronize failed");
-    float t = 0;
-    cu->cuEventElapsedTime(&t, start, stop);
-    ms.push_back(t);
+// Every measurement's repetitions, under one L2 policy: when flushing, each repetition is
+// preceded by setting a kL2FlushBytes buffer (cuMemsetD8Async on the legacy stream, which the
+// timed work runs on too) outside its timed region, so that it starts with a cold L2.
+class Repetitions {
+ public:
+  static absl::StatusOr<Repetitions> Create(bool flush_l2) {
+    Repetitions r;
+    KILN_ASSIGN_OR_RETURN(r.cu_, LoadCudaDriver());
+    if (flush_l2) {
+      KILN_ASSIGN_OR_RETURN(r.flush_, DeviceBuffer::Allocate(kL2FlushBytes));
+    }
+    return r;
   }
-  cu->cuEventDestroy(start);
-  cu->cuEventDestroy(stop);
-  if (!status.ok()) return status;
-  return ms;
-}
+
+  // Runs `body` (which enqueues work on the legacy stream) `reps` times, each after the flush.
+  template <typename Body>
+  absl::Status Run(int reps, Body body) const {
+    for (int i = 0; i < reps; ++i) {
+      if (flush_.get() != 0) KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8Async(flush_.get(), 0, flush_.bytes(), nullptr));
+      KILN_RETURN_IF_ERROR(body());
+    }
+    return absl::OkStatus();
+  }
+
+  // Runs `body` `reps` times with events around it (the flush stays outside them); ms each.
+  template <typename Body>
+  absl::StatusOr<std::vector<double>> Time(int reps, Body body) const {
+    CUevent start, stop;
+    KILN_CU_RETURN_IF_ERROR(cu_->cuEventCreate(&start, CU_EVENT_DEFAULT));
+    KILN_CU_RETURN_IF_ERROR(cu_->cuEventCreate(&stop, CU_EVENT_DEFAULT));
+    std::vector<double> ms;
+    absl::Status status = Run(reps, [&]() -> absl::Status {
+      KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(start, nullptr));
+      KILN_RETURN_IF_ERROR(body());
+      KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(stop, nullptr));
+      KILN_CU_RETURN_IF_ERROR(cu_->cuEventSynchronize(stop));
+      float t = 0;
+      KILN_CU_RETURN_IF_ERROR(cu_->cuEventElapsedTime(&t, start, stop));
+      ms.push_back(t);
+      return absl::OkStatus();
+    });
+    cu_->cuEventDestroy(start);
+    cu_->cuEventDestroy(stop);
+    if (!status.ok()) return status;
+    return ms;
+  }
+
+  // The median of `reps` timed runs after `warmup` untimed ones, in ms.
+  template <typename Body>
+  absl::StatusOr<double> MedianMs(int warmup, int reps, Body body) const {
+    KILN_RETURN_IF_ERROR(Run(warmup, body));
+    KILN_ASSIGN_OR_RETURN(std::vector<double> ms, Time(reps, body));
+    return Median(std::move(ms));
+  }
+
+ private:
+  const CudaDriver* cu_ = nullptr;
+  DeviceBuffer flush_;  // empty: warm L2
+};
 
 double StepFlops(const Step& s) {
   if (s.kind != Step::Kind::kMatmul) return 0;
@@ -47,7 +83,20 @@ double StepFlops(const Step& s) {
   return 2.0 * m.m * m.n * m.k * m.batch * s.matmul.calls.size();
 }
 
-absl::StatusOr<double> MeasureMatmulTflops() {
+absl::StatusOr<double> CopyBandwidth(const Repetitions& repetitions, int64_t bytes, int reps) {
+  KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(bytes));
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(bytes));
+  KILN_CU_RETURN_IF_ERROR(cu->cuMemsetD8(src.get(), 0x5A, bytes));
+  auto body = [&]() -> absl::Status {
+    KILN_CU_RETURN_IF_ERROR(cu->cuMemcpyDtoDAsync(dst.get(), src.get(), bytes, nullptr));
+    return absl::OkStatus();
+  };
+  KILN_ASSIGN_OR_RETURN(double ms, repetitions.MedianMs(3, reps, body));
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+absl::StatusOr<double> MeasureMatmulTflops(const Repetitions& reps) {
   KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
   const int64_t n = 8192;
   MatmulSpec spec;
@@ -62,35 +111,27 @@ absl::StatusOr<double> MeasureMatmulTflops() {
   KILN_ASSIGN_OR_RETURN(auto runner, MatmulRunner::Create());
   KILN_ASSIGN_OR_RETURN(int plan, runner->Prepare(spec));
   MatmulPointers ptrs{a.get(), b.get(), d.get()};
-  auto body = [&] { return runner->Run(plan, ptrs, nullptr); };
-  KILN_RETURN_IF_ERROR(TimeEach(3, body).status());
-  KILN_ASSIGN_OR_RETURN(std::vector<double> ms, TimeEach(10, body));
-  return 2.0 * n * n * n / (Median(ms) * 1e-3) / 1e12;
+  KILN_ASSIGN_OR_RETURN(double ms, reps.MedianMs(3, 10, [&] { return runner->Run(plan, ptrs, nullptr); }));
+  return 2.0 * n * n * n / (ms * 1e-3) / 1e12;
 }
 
 }  // namespace
 
-absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes, int reps) {
-  KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
-  KILN_ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(bytes));
-  KILN_ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(bytes));
-  KILN_CU_RETURN_IF_ERROR(cu->cuMemsetD8(src.get(), 0x5A, bytes));
-  auto body = [&]() -> absl::Status {
-    KILN_CU_RETURN_IF_ERROR(cu->cuMemcpyDtoDAsync(dst.get(), src.get(), bytes, nullptr));
-    return absl::OkStatus();
-  };
-  KILN_RETURN_IF_ERROR(TimeEach(3, body).status());
-  KILN_ASSIGN_OR_RETURN(std::vector<double> ms, TimeEach(reps, body));
-  return 2.0 * bytes / (Median(ms) * 1e-3) / 1e9;
+absl::StatusOr<double> MeasureCopyBandwidth(bool flush_l2, int64_t bytes, int reps) {
+  KILN_ASSIGN_OR_RETURN(Repetitions repetitions, Repetitions::Create(flush_l2));
+  return CopyBandwidth(repetitions, bytes, reps);
 }
 
-absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph, int reps) {
+absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph, const BenchOptions& options) {
   KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
+  KILN_ASSIGN_OR_RETURN(Repetitions repetitions, Repetitions::Create(options.flush_l2));
   const Program& p = exe.program();
+  const int reps = options.reps;
   BenchReport r;
   r.graph = p.graph_name;
   r.arch = p.arch;
   r.reps = reps;
+  r.l2_flushed = options.flush_l2;
   KILN_ASSIGN_OR_RETURN(DeviceInfo info, QueryDevice(0));
   r.device = info.name;
   cu->cuDriverGetVersion(&r.driver_version);
@@ -114,15 +155,14 @@ absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph,
     out.push_back({b.get(), o.dtype, o.shape});
     memory.push_back(std::move(b));
   }
-  auto run = [&] { return exe.Run(in, out, nullptr); };
-  KILN_RETURN_IF_ERROR(TimeEach(5, run).status());
-  KILN_ASSIGN_OR_RETURN(std::vector<double> ms, TimeEach(reps, run));
-  r.graph_us = Median(ms) * 1e3;
+  KILN_ASSIGN_OR_RETURN(double graph_ms, repetitions.MedianMs(5, reps, [&] { return exe.Run(in, out, nullptr); }));
+  r.graph_us = graph_ms * 1e3;
   std::vector<std::vector<double>> per_step(p.steps.size());
-  for (int i = 0; i < reps; ++i) {
+  KILN_RETURN_IF_ERROR(repetitions.Run(reps, [&]() -> absl::Status {
     KILN_ASSIGN_OR_RETURN(std::vector<double> step_ms, exe.RunTimingSteps(in, out, nullptr));
     for (size_t s = 0; s < step_ms.size(); ++s) per_step[s].push_back(step_ms[s]);
-  }
+    return absl::OkStatus();
+  }));
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const Step& step = p.steps[s];
     BenchStep b;
@@ -138,9 +178,9 @@ absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph,
     r.steps.push_back(b);
   }
   memory.clear();
-  KILN_ASSIGN_OR_RETURN(r.copy_gbps, MeasureCopyBandwidth());
+  KILN_ASSIGN_OR_RETURN(r.copy_gbps, CopyBandwidth(repetitions, kCopyBandwidthBytes, kCopyBandwidthReps));
   if (r.flops > 0) {
-    KILN_ASSIGN_OR_RETURN(r.matmul_tflops, MeasureMatmulTflops());
+    KILN_ASSIGN_OR_RETURN(r.matmul_tflops, MeasureMatmulTflops(repetitions));
   }
   double memory_us = r.compulsory_bytes / (r.copy_gbps * 1e3);
   double compute_us = r.matmul_tflops > 0 ? r.flops / (r.matmul_tflops * 1e6) : 0;
@@ -149,8 +189,10 @@ absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph,
 }
 
 std::string BenchReport::ToText() const {
-  std::string s = absl::StrFormat("bench %s on %s (%s, driver %d), median of %d runs\n", graph, device, arch,
-                                  driver_version, reps);
+  const std::string l2 = l2_flushed ? absl::StrFormat("flushed before each (%d MiB written)", kL2FlushBytes >> 20)
+                                    : "warm (not flushed between runs)";
+  std::string s = absl::StrFormat("bench %s on %s (%s, driver %d), median of %d runs, L2 %s\n", graph, device, arch,
+                                  driver_version, reps, l2);
   absl::StrAppendFormat(&s, "  %-4s %-58s %10s %10s %12s %9s %7s\n", "step", "what", "pred us", "meas us", "bytes",
                         "GB/s", "%copy");
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -170,11 +212,12 @@ std::string BenchReport::ToText() const {
 
 std::string BenchReport::ToJson() const {
   std::string s = absl::StrFormat(
-      "{\"graph\": \"%s\", \"device\": \"%s\", \"arch\": \"%s\", \"driver\": %d, \"reps\": %d, \"copy_gbps\": %.1f, "
+      "{\"graph\": \"%s\", \"device\": \"%s\", \"arch\": \"%s\", \"driver\": %d, \"reps\": %d, \"l2\": \"%s\", "
+      "\"l2_flush_bytes\": %d, \"copy_gbps\": %.1f, "
       "\"matmul_tflops\": %.1f, \"compulsory_bytes\": %d, \"flops\": %.6g, \"floor_us\": %.3f, \"graph_us\": %.3f, "
       "\"predicted_us\": %.3f, \"floor_ratio\": %.4f, \"steps\": [",
-      graph, device, arch, driver_version, reps, copy_gbps, matmul_tflops, compulsory_bytes, flops, floor_us, graph_us,
-      predicted_us, floor_ratio());
+      graph, device, arch, driver_version, reps, l2_policy(), l2_flushed ? kL2FlushBytes : 0, copy_gbps, matmul_tflops,
+      compulsory_bytes, flops, floor_us, graph_us, predicted_us, floor_ratio());
   for (size_t i = 0; i < steps.size(); ++i) {
     const BenchStep& b = steps[i];
     std::string label;

@@ -8,9 +8,15 @@
 //   graph time      median of `reps` runs (CUDA events around Run), after 5 warm-ups; random
 //                   inputs (seed 1, never zeros)
 //   step times      median over `reps` runs with an event after every step
+//   L2 policy       warm (the default): repetitions follow each other, so a graph whose bytes fit
+//                   in L2 runs from it; flushed: before every repetition of every measurement
+//                   above (warm-ups included), a 256 MiB buffer (the size triton's do_bench
+//                   writes) is set with cuMemsetD8Async on the timed stream, outside the timed
+//                   region, so every repetition starts with a cold L2
 #ifndef KILN_TOOLS_BENCH_FLOOR_H_
 #define KILN_TOOLS_BENCH_FLOOR_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,10 +35,22 @@ struct BenchStep {
   double flops = 0;
 };
 
+// The bytes written before each repetition when flushing L2: triton's do_bench size.
+inline constexpr int64_t kL2FlushBytes = int64_t{256} << 20;
+// The copy-bandwidth measurement: the median of this many copies of this many bytes.
+inline constexpr int64_t kCopyBandwidthBytes = int64_t{1} << 30;
+inline constexpr int kCopyBandwidthReps = 20;
+
+struct BenchOptions {
+  int reps = 50;
+  bool flush_l2 = false;
+};
+
 struct BenchReport {
   std::string graph, device, arch;
   int driver_version = 0;
   int reps = 0;
+  bool l2_flushed = false;
   double copy_gbps = 0;
   double matmul_tflops = 0;  // 0 when not measured
   int64_t compulsory_bytes = 0;
@@ -41,14 +59,16 @@ struct BenchReport {
   std::vector<BenchStep> steps;
 
   double floor_ratio() const { return graph_us > 0 ? floor_us / graph_us : 0; }
+  const char* l2_policy() const { return l2_flushed ? "flushed" : "warm"; }
   std::string ToText() const;
   std::string ToJson() const;
 };
 
-absl::StatusOr<BenchReport> BenchExecutable(Executable& executable, const Graph& graph, int reps);
+absl::StatusOr<BenchReport> BenchExecutable(Executable& executable, const Graph& graph, const BenchOptions& options);
 
 // Median device-to-device copy bandwidth in GB/s (bytes read + written per second).
-absl::StatusOr<double> MeasureCopyBandwidth(int64_t bytes = int64_t{1} << 30, int reps = 20);
+absl::StatusOr<double> MeasureCopyBandwidth(bool flush_l2 = false, int64_t bytes = kCopyBandwidthBytes,
+                                            int reps = kCopyBandwidthReps);
 
 }  // namespace kiln
 

@@ -46,7 +46,7 @@ flags:
                       remembered in the cache directory); --no-tune: the heuristic defaults
 )";
 
-constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH|FILE.kiln [--reps N] [--json FILE] [--arch ARCH] [--device NAME]
+constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH|FILE.kiln [--reps N] [--flush-l2] [--json FILE] [--arch ARCH] [--device NAME]
 
 Times a compiled graph on the GPU with CUDA events, after warm-up: the median of N runs end
 to end and of every step alone (events between steps), with the bytes each step moves and its
@@ -56,6 +56,11 @@ outputs) over that bandwidth, or FLOPs over that rate if larger, and time / floo
 
 flags:
   --reps N       timed repetitions (default 50)
+  --flush-l2     start every repetition with a cold L2: before each one (of every measurement,
+                 warm-ups included) write a 256 MiB buffer (the size triton's do_bench writes)
+                 with cuMemsetD8Async on the timed stream, outside the timed region. Without it
+                 repetitions run back to back, and a graph that fits in L2 (50 MB on H100) runs
+                 from it. The text and JSON ("l2": "flushed" or "warm") say which was used.
   --json FILE    also write the figures as JSON (bench/results/ keeps these)
   --no-tune      (GRAPH) compile with the heuristic launch parameters instead of autotuning
   --ledger FILE  write the compiled graph's "lowered" records (JSON lines, as `kiln compile
@@ -267,8 +272,8 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
 }
 
 int BenchCommand(const std::vector<std::string>& argv) {
-  auto args = ParseArgs(argv, {{"reps", true}, {"json", true}, {"arch", true}, {"device", true}, {"shape", true},
-                               {"tune", false}, {"no-tune", false}, {"ledger", true}});
+  auto args = ParseArgs(argv, {{"reps", true}, {"flush-l2", false}, {"json", true}, {"arch", true}, {"device", true},
+                               {"shape", true}, {"tune", false}, {"no-tune", false}, {"ledger", true}});
   if (!args.ok()) return UsageError("bench", std::string(args.status().message()));
   if (args->help) {
     std::cout << kBenchUsage;
@@ -282,7 +287,8 @@ int BenchCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Target> target = LoadTarget("bench", *args, &code);
   if (!target.ok()) return code != kExitOk ? code : Error("bench", std::string(target.status().message()), kExitFailure);
   std::cout << target->what << "\n";
-  absl::StatusOr<BenchReport> report = BenchExecutable(*target->executable, *target->reference, *reps);
+  const BenchOptions options{*reps, args->Has("flush-l2")};
+  absl::StatusOr<BenchReport> report = BenchExecutable(*target->executable, *target->reference, options);
   if (!report.ok()) return Error("bench", std::string(report.status().message()), kExitFailure);
   std::cout << report->ToText();
   if (args->values.count("json")) {

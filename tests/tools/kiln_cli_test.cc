@@ -260,11 +260,22 @@ TEST(KilnCliTest, CompileLedgerHasTheLoweredRecords) {
 // Where there is no driver, GPU commands say so (exit 1) instead of crashing.
 TEST(KilnCliTest, GpuCommandsWithoutAGpuSaySo) {
   if (HaveGpu()) GTEST_SKIP() << "this machine has a GPU";
-  for (const std::string cmd : {"run ", "bench "}) {
+  for (const std::string cmd : {"run ", "bench ", "bench --flush-l2 "}) {
     Result r = RunKiln(cmd + Quote(Example("small/softmax.json")));
     EXPECT_EQ(r.exit_code, 1) << cmd;
     EXPECT_NE(r.err.find("no GPU"), std::string::npos) << cmd << ": " << r.err;
   }
+}
+
+// `kiln bench --help` states both L2 policies and the flush size; the flag takes no value.
+TEST(KilnCliTest, BenchHelpStatesTheL2Policy) {
+  Result r = RunKiln("bench --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("[--flush-l2]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("256 MiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"l2\": \"flushed\" or \"warm\""), std::string::npos) << r.out;
+  Result bad = RunKiln("bench --flush-l2=yes " + Quote(Example("small/softmax.json")));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
 // The same values through --random, through --inputs (.npy and .bin mixed), and in process.
