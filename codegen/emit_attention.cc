@@ -35,6 +35,7 @@ AttentionTiles TilesOf(const KernelParams& p) {
   t.block_n = p.tile_n;
   t.warps = p.warps;
   t.stages = p.stages;
+  t.split = p.split;
   return t;
 }
 
@@ -61,7 +62,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   const std::string type = StorageTypeName(plan.attention->dtype());
   std::string body = absl::StrCat("  using T = ", type, ";\n");
   absl::StrAppend(&body, "  static constexpr int kD = ", plan.D, ", kE = ", plan.E, ", kS = ", plan.S, ", kT = ", plan.T,
-                  ";\n");
+                  ", kG = ", plan.group, ";\n");
   absl::StrAppend(&body, "  static constexpr bool kCausal = ", plan.causal ? "true" : "false",
                   ", kHasMask = ", plan.mask ? "true" : "false", ";\n");
   absl::StrAppend(&body, absl::StrFormat("  static constexpr float kScaleLog2 = %.9gf;  // scale %.9g x log2(e)\n",
@@ -70,7 +71,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
                   ", kVRow = ", plan.v.seq.stride, ", kORow = ", plan.out.seq.stride, ";\n");
   for (const std::string& f : fields) absl::StrAppend(&body, "  ", f, ";\n");
   const std::pair<const char*, const AttentionOperand*> reads[] = {{"Q", &plan.q}, {"K", &plan.k}, {"V", &plan.v}};
-  for (const auto& [name, op] : reads) {
+  for (const auto& [name, op] : reads) {  // Q takes the query batch, K and V the K/V batch (b / kG)
     absl::StrAppend(&body, "  __device__ __forceinline__ const T* ", name, "(long long b) const { return ",
                     in_names.at(op->view.source), " + ", BatchOffset(*op), "; }  // ", op->ToString(), "\n");
   }
@@ -85,21 +86,28 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   }
 
   const bool q_in_registers = AttentionQInRegisters(plan, tiles);
+  ks.has_scratch = tiles.split > 1;
+  if (ks.has_scratch) call_params.push_back("void* __restrict__ scratch");
   call_params.push_back("long long count");
-  const std::string call =
-      absl::StrCat("kiln::AttentionKernel<Body, kiln::AttentionShape<", tiles.block_m, ", ", tiles.block_n, ", ",
-                   tiles.warps, ", ", tiles.stages, ", ", q_in_registers ? "true" : "false", ">>(body, count);");
-  ks.count = plan.batch;
-  ks.count_meaning = "batches";
+  const std::string call = absl::StrCat(
+      "kiln::AttentionKernel<Body, kiln::AttentionShape<", tiles.block_m, ", ", tiles.block_n, ", ", tiles.warps, ", ",
+      tiles.stages, ", ", q_in_registers ? "true" : "false", ", ", tiles.split, ">>(body, count, ",
+      ks.has_scratch ? "scratch" : "nullptr", ");");
+  ks.count = plan.batch / plan.group;
+  ks.count_meaning = "K/V batches";
+  ks.scratch_bytes_per_count = AttentionScratchBytesPerBatch(plan, tiles);
   ks.launch.block = params.block_size;
   ks.launch.items_per_block = 1;
-  ks.launch.grid_y = (plan.S + tiles.block_m - 1) / tiles.block_m;
+  ks.launch.grid_y = AttentionQueryBlocks(plan, tiles);
+  ks.launch.grid_z = tiles.split;
   ks.launch.dynamic_smem_bytes = static_cast<int>(AttentionSmemBytes(plan, tiles));
   ks.params = params;
   ks.notes.push_back(absl::StrCat("tiles ", tiles.block_m, " queries x ", tiles.block_n, " keys, ", tiles.warps,
                                   " warps, ", tiles.stages, " stages, Q ",
                                   q_in_registers ? "in registers" : "reloaded from shared memory per key tile",
-                                  plan.causal ? "; causal: key tiles past each block's last row skipped" : ""));
+                                  plan.causal ? "; causal: key tiles past each block's last row skipped" : "",
+                                  plan.group > 1 ? absl::StrCat("; ", plan.group, " query heads per K/V head in one block") : "",
+                                  tiles.split > 1 ? absl::StrCat("; key tiles split over ", tiles.split, " blocks") : ""));
   std::vector<std::string> comment = {
       absl::StrCat("kiln attention kernel (", ks.template_name, "), S ", plan.S, ", T ", plan.T, ", D ", plan.D, ", E ",
                    plan.E, ", ", params.ToString()),

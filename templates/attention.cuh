@@ -13,35 +13,46 @@
 // scores are never stored. Each warp owns kMTiles tiles of 16 rows; causal blocks compute key
 // tiles only up to their last row (tiles past the diagonal are skipped, not masked).
 //
+// Grouped-query heads (kG > 1: kG query heads read one K/V head) are packed into one block's
+// rows: row r of K/V batch b is query row r % kS of query batch b kG + r / kS, so a decoding
+// step (S = 1) fills an m-tile with the group's heads and reads each K/V tile once for all of
+// them. With kSplit > 1 the key tiles of a block are split over kSplit blocks (blockIdx.z)
+// that each publish unnormalised partial outputs with their row maxima and sums; the last to
+// finish merges all of them in split order (flash-decoding; deterministic, no float atomics).
+//
 // Codegen (codegen/emit_attention.cc) generates only the Body: where each operand lives (the
 // layout ops around attention folded into pointer arithmetic: AttentionPlan), the mask, and
 // the constants. Body contract:
 //   using T;                                     __half or __nv_bfloat16
 //   static constexpr int kD, kE;                 head dims of q/k and of v (multiples of 8)
-//   static constexpr int kS, kT;                 query and key lengths
+//   static constexpr int kS, kT, kG;             query and key lengths, query heads per K/V head
 //   static constexpr bool kCausal, kHasMask;
 //   static constexpr float kScaleLog2;           scale * log2(e)
 //   static constexpr long long kQRow, kKRow, kVRow, kORow;   row (sequence) strides, elements
-//   const T* Q(long long b) const;  K(b), V(b)   the operand's [b, 0, 0] element
-//   T* O(long long b) const;                     the output's [b, 0, 0] element
-//   float Mask(long long b, int i, int j) const; additive mask at [b, i, j] (kHasMask only)
-// Launch: grid (count = batches) x ceil(kS / kBlockM), kThreads threads, AttentionSmemBytes
-// of dynamic shared memory. Rows whose scores are all -inf (fully masked) give 0.
+//   const T* Q(long long bq) const;  T* O(bq)    query batch bq's [bq, 0, 0] element
+//   const T* K(long long b) const;   V(b)        K/V batch b's (b = bq / kG)
+//   float Mask(long long bq, int i, int j) const; additive mask at [bq, i, j] (kHasMask only)
+// Launch: grid (count = K/V batches) x ceil(kG kS / kBlockM) x kSplit, kThreads threads,
+// AttentionSmemBytes of dynamic shared memory; with kSplit > 1 a scratch of
+// AttentionScratchBytes per (count x y) item, zero before the first launch and left zero.
+// Rows whose scores are all -inf (fully masked) give 0.
 #pragma once
 
 #include "kiln_types.cuh"
 
 namespace kiln {
 
-template <int kBlockM_, int kBlockN_, int kWarps_, int kStages_, bool kQInRegs_>
+template <int kBlockM_, int kBlockN_, int kWarps_, int kStages_, bool kQInRegs_, int kSplit_ = 1>
 struct AttentionShape {
   static constexpr int kBlockM = kBlockM_, kBlockN = kBlockN_, kWarps = kWarps_, kStages = kStages_;
   static constexpr bool kQInRegs = kQInRegs_;
+  static constexpr int kSplit = kSplit_;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMTiles = kBlockM / (16 * kWarps);
   static_assert(kBlockM % (16 * kWarps) == 0, "each warp owns whole 16-row m-tiles");
   static_assert(kBlockN % 16 == 0, "key tiles are whole k16 steps of P.V");
   static_assert(kStages == 2 || kStages == 3, "the pipeline keeps 1 or 2 key tiles in flight");
+  static_assert(kSplit >= 1, "at least one block per query block");
 };
 
 namespace attn {
@@ -128,11 +139,33 @@ __device__ __forceinline__ float QuadSum(float x) {
 
 __host__ __device__ constexpr int RoundUp16(int x) { return (x + 15) / 16 * 16; }
 
-// Rows [row0, row0 + kRows) of a [rows_valid x cols_valid] operand with row stride `row_stride`
-// into shared memory rows of kStride elements, kCols (padded) columns, 16 bytes per cp.async.
-template <int kRows, int kCols, int kStride, int kThreads, class T>
-__device__ __forceinline__ void LoadTile(T* smem, const T* gmem, long long row_stride, int row0, int rows_valid,
-                                         int cols_valid) {
+// A global address for cp.async's zero-filling form, which reads nothing from it.
+__device__ __align__(16) unsigned char zero_fill_source[16];
+template <class T>
+__device__ __forceinline__ const T* ZeroFillSource() {
+  return reinterpret_cast<const T*>(zero_fill_source);
+}
+
+// Partials of one split block (kSplit > 1), per (batch, query block) item of the scratch:
+//   [0, 16)                           the item's arrival counter
+//   then kSplit x kBlockM x kEP f32   unnormalised outputs
+//   then kSplit x kBlockM x 2 f32     row maxima (log2 domain) and sums
+template <int kBlockM, int kEP, int kSplit>
+struct SplitScratch {
+  static constexpr long long kItemBytes = 16 + 4LL * kSplit * kBlockM * (kEP + 2);
+  unsigned char* item;
+  __device__ unsigned* Counter() const { return reinterpret_cast<unsigned*>(item); }
+  __device__ float* Out(int split) const { return reinterpret_cast<float*>(item + 16) + split * kBlockM * kEP; }
+  __device__ float* Stats(int split) const {
+    return reinterpret_cast<float*>(item + 16) + kSplit * kBlockM * kEP + split * kBlockM * 2;
+  }
+};
+
+// Rows [row0, row0 + kRows) of an operand into shared memory rows of kStride elements, kCols
+// (padded) columns, 16 bytes per cp.async; row_ptr(r) is row r's first element, or null past the
+// operand (zeros are written), and columns from cols_valid on are zeros too.
+template <int kRows, int kCols, int kStride, int kThreads, class T, class RowPtr>
+__device__ __forceinline__ void LoadTile(T* smem, int row0, int cols_valid, const RowPtr& row_ptr) {
   constexpr int kChunks = kCols / 8;  // 16-byte chunks per row
   static_assert(kCols % 8 == 0, "rows are whole 16-byte chunks");
 #pragma unroll
@@ -140,55 +173,77 @@ __device__ __forceinline__ void LoadTile(T* smem, const T* gmem, long long row_s
     const int c = static_cast<int>(threadIdx.x) + i * kThreads;
     if (kRows * kChunks % kThreads != 0 && c >= kRows * kChunks) break;
     const int r = c / kChunks, col = (c % kChunks) * 8;
-    const bool valid = row0 + r < rows_valid && col < cols_valid;
-    const T* src = valid ? gmem + (row0 + r) * row_stride + col : gmem;
-    CpAsync16(smem + r * kStride + col, src, valid);
+    const T* row = row_ptr(row0 + r);
+    const bool valid = row != nullptr && col < cols_valid;
+    CpAsync16(smem + r * kStride + col, valid ? row + col : ZeroFillSource<T>(), valid);
   }
 }
 
 }  // namespace attn
 
 template <class Body, class Shape>
-__device__ __forceinline__ void AttentionKernel(const Body& body, long long count) {
+__device__ __forceinline__ void AttentionKernel(const Body& body, long long count, void* scratch) {
   using T = typename Body::T;
   using M = attn::Mma<T>;
   constexpr int kBM = Shape::kBlockM, kBN = Shape::kBlockN, kMT = Shape::kMTiles, kThreads = Shape::kThreads;
-  constexpr int kStages = Shape::kStages;
+  constexpr int kStages = Shape::kStages, kSplit = Shape::kSplit;
   constexpr int kDP = attn::RoundUp16(Body::kD), kEP = attn::RoundUp16(Body::kE);
   constexpr int kQS = kDP + 8, kKS = kDP + 8, kVS = kEP + 8;  // padded rows: conflict-free ldmatrix
+  constexpr int kS = Body::kS, kG = Body::kG, kR = kG * kS;    // query rows of one K/V batch
   static_assert(Body::kD % 8 == 0 && Body::kE % 8 == 0, "head dims are whole 16-byte chunks");
-  static_assert(Body::kS >= 1 && Body::kT >= 1, "attention over empty sequences is not launched");
+  static_assert(kS >= 1 && Body::kT >= 1 && kG >= 1, "attention over empty sequences is not launched");
 
   extern __shared__ __align__(16) unsigned char attention_smem[];
   T* sQ = reinterpret_cast<T*>(attention_smem);
   T* sK = sQ + kBM * kQS;
   T* sV = sK + kStages * kBN * kKS;
 
-  const long long b = blockIdx.x;
+  const long long b = blockIdx.x;  // the K/V batch
   if (b >= count) return;
-  constexpr int kMBlocks = (Body::kS + kBM - 1) / kBM;
+  constexpr int kMBlocks = (kR + kBM - 1) / kBM;
   const int m0 = (kMBlocks - 1 - static_cast<int>(blockIdx.y)) * kBM;  // the longest causal rows first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int warp_row0 = m0 + warp * 16 * kMT;  // this warp's first query row
+  const int warp_row0 = m0 + warp * 16 * kMT;  // this warp's first row
 
-  const T* q = body.Q(b);
+  // Row r of the block's space: query position r % kS of query batch b kG + r / kS.
+  auto seq_of = [](int r) { return kG == 1 ? r : r % kS; };
+  auto qbatch_of = [&](int r) { return kG == 1 ? b : b * kG + r / kS; };
+  // The largest / smallest query position among rows [lo, hi] (clamped to the rows there are).
+  auto max_seq = [&](int lo, int hi) {
+    hi = min(hi, kR - 1);
+    return (kG == 1 || lo / kS == hi / kS) ? seq_of(hi) : kS - 1;
+  };
+  auto min_seq = [&](int lo, int hi) {
+    hi = min(hi, kR - 1);
+    return (kG == 1 || lo / kS == hi / kS) ? seq_of(lo) : 0;
+  };
+
   const T* k = body.K(b);
   const T* v = body.V(b);
-  // Key tiles this block computes: all of them, or up to its last row when causal.
+  // Key tiles of this block: all, or (causal) up to its last row's position; this split's share.
   int keys = Body::kT;
-  if (Body::kCausal) keys = min(Body::kT, min(Body::kS, m0 + kBM));
-  const int n_tiles = (keys + kBN - 1) / kBN;
+  if (Body::kCausal) keys = min(Body::kT, max_seq(m0, m0 + kBM - 1) + 1);
+  const int all_tiles = (keys + kBN - 1) / kBN;
+  const int per_split = (all_tiles + kSplit - 1) / kSplit;
+  const int n_begin = kSplit == 1 ? 0 : min(all_tiles, static_cast<int>(blockIdx.z) * per_split);
+  const int n_end = kSplit == 1 ? all_tiles : min(all_tiles, n_begin + per_split);
 
   auto load_kv = [&](int tile) {
     const int stage = tile % kStages;
-    attn::LoadTile<kBN, kDP, kKS, kThreads>(sK + stage * kBN * kKS, k, Body::kKRow, tile * kBN, Body::kT, Body::kD);
-    attn::LoadTile<kBN, kEP, kVS, kThreads>(sV + stage * kBN * kVS, v, Body::kVRow, tile * kBN, Body::kT, Body::kE);
+    attn::LoadTile<kBN, kDP, kKS, kThreads>(sK + stage * kBN * kKS, tile * kBN, Body::kD, [&](int j) {
+      return j < Body::kT ? k + j * Body::kKRow : nullptr;
+    });
+    attn::LoadTile<kBN, kEP, kVS, kThreads>(sV + stage * kBN * kVS, tile * kBN, Body::kE, [&](int j) {
+      return j < Body::kT ? v + j * Body::kVRow : nullptr;
+    });
   };
-  attn::LoadTile<kBM, kDP, kQS, kThreads>(sQ, q, Body::kQRow, m0, Body::kS, Body::kD);
+  attn::LoadTile<kBM, kDP, kQS, kThreads>(sQ, m0, Body::kD, [&](int r) {
+    return r < kR ? body.Q(qbatch_of(r)) + seq_of(r) * Body::kQRow : nullptr;
+  });
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < n_tiles) load_kv(s);
+    if (n_begin + s < n_end) load_kv(n_begin + s);
     attn::CpAsyncCommit();
   }
 
@@ -208,12 +263,17 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     row_max[mt][0] = row_max[mt][1] = kNegInfF();
     row_sum[mt][0] = row_sum[mt][1] = 0.0f;
   }
+  // This warp's rows: none past the block's rows (short query blocks: decoding), and the
+  // positions a causal mask compares keys with.
+  const bool warp_has_rows = warp_row0 < kR;
+  const int warp_max_seq = max_seq(warp_row0, warp_row0 + 16 * kMT - 1);
+  const int warp_min_seq = min_seq(warp_row0, warp_row0 + 16 * kMT - 1);
 
-  for (int n = 0; n < n_tiles; ++n) {
+  for (int n = n_begin; n < n_end; ++n) {
     attn::CpAsyncWait<kStages - 2>();
     __syncthreads();  // tile n is in shared memory; every warp is done with tile n - 1
     if constexpr (Shape::kQInRegs) {
-      if (n == 0) {
+      if (n == n_begin) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -223,13 +283,13 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
         }
       }
     }
-    if (n + kStages - 1 < n_tiles) load_kv(n + kStages - 1);
+    if (n + kStages - 1 < n_end) load_kv(n + kStages - 1);
     attn::CpAsyncCommit();
 
     const int key0 = n * kBN;
-    // A warp whose rows are all past S (short query blocks: decoding), or all precede this
-    // tile's first key (causal), has nothing to do.
-    if (warp_row0 >= Body::kS || (Body::kCausal && key0 > warp_row0 + 16 * kMT - 1)) continue;
+    // A warp with no rows, or whose rows all precede this tile's first key (causal), has
+    // nothing to do.
+    if (!warp_has_rows || (Body::kCausal && key0 > warp_max_seq)) continue;
     const T* cK = sK + (n % kStages) * kBN * kKS;
     const T* cV = sV + (n % kStages) * kBN * kVS;
 
@@ -264,43 +324,52 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
       }
     }
 
-    // Scale into the log2 domain, add the mask, mask keys past T and (causal) past the row.
-    const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_row0);
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int j = 0; j < kBN / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = warp_row0 + mt * 16 + g + (e >= 2 ? 8 : 0);
-          const int col = key0 + j * 8 + 2 * t + (e & 1);
-          float x = s[mt][j][e] * Body::kScaleLog2;
-          if constexpr (Body::kHasMask) {
-            x += body.Mask(b, min(row, Body::kS - 1), min(col, Body::kT - 1)) * 1.4426950408889634f;
-          }
-          if (edge && (col >= Body::kT || (Body::kCausal && col > row))) x = kNegInfF();
-          s[mt][j][e] = x;
-        }
-      }
-    }
-
-    // Online softmax: new row maxima, rescale what was accumulated, exponentiate.
+    // With a mask, scale into the log2 domain and add it; without, the scores stay raw and the
+    // scale is folded into the exponential's FFMA below. Keys past T and (causal) past the row
+    // are -inf.
+    const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = row_max[mt][h];
+        const int row = warp_row0 + mt * 16 + g + 8 * h;
+        const int pos = seq_of(min(row, kR - 1));
+#pragma unroll
+        for (int j = 0; j < kBN / 8; ++j) {
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int col = key0 + j * 8 + 2 * t + c;
+            float x = s[mt][j][2 * h + c];
+            if constexpr (Body::kHasMask) {
+              x = x * Body::kScaleLog2 +
+                  body.Mask(qbatch_of(min(row, kR - 1)), pos, min(col, Body::kT - 1)) * 1.4426950408889634f;
+            }
+            if (edge && (col >= Body::kT || (Body::kCausal && col > pos))) x = kNegInfF();
+            s[mt][j][2 * h + c] = x;
+          }
+        }
+      }
+    }
+
+    // Online softmax: new row maxima (row_max is in the log2 domain), rescale what was
+    // accumulated, exponentiate: p = 2^(x scale - shift), one FFMA and one ex2 per score.
+    constexpr float kScale = Body::kHasMask ? 1.0f : Body::kScaleLog2;  // the scale left on x
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = kNegInfF();
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
-        mx = attn::QuadMax(mx);
+        mx = fmaxf(row_max[mt][h], attn::QuadMax(mx) * kScale);  // kScale > 0: -inf stays -inf
         const float shift = mx == kNegInfF() ? 0.0f : mx;  // a row with nothing visible yet: 2^-inf = 0
         const float correction = attn::Exp2(row_max[mt][h] - shift);
         row_max[mt][h] = mx;
         float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j) {
-          s[mt][j][2 * h] = attn::Exp2(s[mt][j][2 * h] - shift);
-          s[mt][j][2 * h + 1] = attn::Exp2(s[mt][j][2 * h + 1] - shift);
+          s[mt][j][2 * h] = attn::Exp2(fmaf(s[mt][j][2 * h], kScale, -shift));
+          s[mt][j][2 * h + 1] = attn::Exp2(fmaf(s[mt][j][2 * h + 1], kScale, -shift));
           sum += s[mt][j][2 * h] + s[mt][j][2 * h + 1];
         }
         row_sum[mt][h] = row_sum[mt][h] * correction + sum;
@@ -337,22 +406,83 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   }
   attn::CpAsyncWait<0>();  // nothing may be in flight when the block exits
 
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row_sum[mt][h] = attn::QuadSum(row_sum[mt][h]);
+  }
+  if constexpr (kSplit > 1) {
+    // Publish this split's partials; the last of the item's kSplit blocks merges them all, in
+    // split order, into o / row_max / row_sum and goes on to the store below.
+    using Scratch = attn::SplitScratch<kBM, kEP, kSplit>;
+    const Scratch sc{static_cast<unsigned char*>(scratch) +
+                     (b * gridDim.y + blockIdx.y) * Scratch::kItemBytes};
+    const int split = blockIdx.z;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;  // the block's local row
+#pragma unroll
+        for (int e = 0; e < kEP / 8; ++e) {
+          __stcg(reinterpret_cast<float2*>(sc.Out(split) + lr * kEP + e * 8 + 2 * t),
+                 make_float2(o[mt][e][2 * h], o[mt][e][2 * h + 1]));
+        }
+        if (t == 0) __stcg(reinterpret_cast<float2*>(sc.Stats(split) + 2 * lr), make_float2(row_max[mt][h], row_sum[mt][h]));
+      }
+    }
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      last = atomicAdd(sc.Counter(), 1u) == kSplit - 1;
+      if (last) *sc.Counter() = 0;  // left zero for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();  // the other splits' partials are visible
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;
+        float mx = kNegInfF();
+        for (int sp = 0; sp < kSplit; ++sp) mx = fmaxf(mx, __ldcg(sc.Stats(sp) + 2 * lr));
+        const float shift = mx == kNegInfF() ? 0.0f : mx;
+        float l = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kEP / 8; ++e) o[mt][e][2 * h] = o[mt][e][2 * h + 1] = 0.0f;
+        for (int sp = 0; sp < kSplit; ++sp) {
+          const float2 st = __ldcg(reinterpret_cast<const float2*>(sc.Stats(sp) + 2 * lr));
+          const float w = attn::Exp2(st.x - shift);
+          l += st.y * w;
+#pragma unroll
+          for (int e = 0; e < kEP / 8; ++e) {
+            const float2 part = __ldcg(reinterpret_cast<const float2*>(sc.Out(sp) + lr * kEP + e * 8 + 2 * t));
+            o[mt][e][2 * h] += part.x * w;
+            o[mt][e][2 * h + 1] += part.y * w;
+          }
+        }
+        row_sum[mt][h] = l;
+      }
+    }
+  }
+
   // Normalise (a row that saw no key, l = 0, gives 0) and store pairs of columns.
-  T* out = body.O(b);
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float l = attn::QuadSum(row_sum[mt][h]);
+      const float l = row_sum[mt][h];
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
       const int row = warp_row0 + mt * 16 + g + 8 * h;
-      if (row >= Body::kS) continue;
+      if (row >= kR) continue;
+      T* out = body.O(qbatch_of(row)) + seq_of(row) * Body::kORow;
 #pragma unroll
       for (int e = 0; e < kEP / 8; ++e) {
         const int col = e * 8 + 2 * t;
         if (col >= Body::kE) continue;
-        const unsigned pair = M::Pack(o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
-        *reinterpret_cast<unsigned*>(out + row * Body::kORow + col) = pair;
+        *reinterpret_cast<unsigned*>(out + col) = M::Pack(o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
       }
     }
   }

@@ -154,6 +154,14 @@ FusionDecision Analyze(const Region& r, AttentionPlan& plan) {
   if (!op) return why;
   KILN_RETURN_IF_NOT_FUSIBLE(CheckAligned(*op, 2, "output"));
   plan.out = *op;
+  // Grouped-query heads of short queries: k and v both broadcast their innermost batch atom.
+  const ViewDim &kb = plan.k.batch, &vb = plan.v.batch;
+  if (plan.S <= 64 && !kb.empty() && !vb.empty() && kb.back().stride == 0 && kb.back() == vb.back() &&
+      kb.back().extent > 1) {
+    plan.group = kb.back().extent;
+    plan.k.batch.pop_back();
+    plan.v.batch.pop_back();
+  }
   return FusionDecision::Allow("attention", "layouts folded into the template's loads and store");
 }
 
@@ -166,17 +174,30 @@ std::string AttentionOperand::ToString() const {
                       seq.extent, ":", seq.stride, " inner ", inner.extent, ":", inner.stride);
 }
 
+int64_t AttentionPlan::MaxPosition(int64_t lo, int64_t hi) const {
+  hi = std::min(hi, group * S - 1);
+  return lo / S == hi / S ? hi % S : S - 1;
+}
+
 double AttentionPlan::Flops(int64_t block_m, int64_t block_n) const {
-  double keys = 0;  // query rows x keys computed, over one batch
-  for (int64_t m0 = 0; m0 < S; m0 += block_m) {
-    // Warps whose 16-row tiles lie past S skip the products (decoding's short query blocks).
-    const int64_t rows = std::min(block_m, (S - m0 + 15) / 16 * 16);
-    int64_t end = T;
-    if (causal) end = std::min(T, std::min(S, m0 + block_m));
-    if (block_m == 1) end = causal ? std::min(T, m0 + 1) : T;
+  const int64_t rows_per_batch = group * S;
+  double keys = 0;  // query rows x keys computed, over one K/V batch
+  for (int64_t m0 = 0; m0 < rows_per_batch; m0 += block_m) {
+    // Warps whose 16-row tiles lie past the rows skip the products (short query blocks).
+    const int64_t rows = block_m == 1 ? 1 : std::min(block_m, (rows_per_batch - m0 + 15) / 16 * 16);
+    const int64_t end = causal ? std::min(T, MaxPosition(m0, m0 + block_m - 1) + 1) : T;
     keys += static_cast<double>(rows) * ((end + block_n - 1) / block_n) * block_n;
   }
-  return 2.0 * keys * (D + E) * batch;
+  return 2.0 * keys * (D + E) * (batch / group);
+}
+
+int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& tiles) {
+  return (plan.group * plan.S + tiles.block_m - 1) / tiles.block_m;
+}
+
+int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const AttentionTiles& tiles) {
+  if (tiles.split <= 1) return 0;
+  return AttentionQueryBlocks(plan, tiles) * (16 + 4LL * tiles.split * tiles.block_m * (PaddedHeadDim(plan.E) + 2));
 }
 
 namespace {
@@ -200,7 +221,8 @@ bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tile
 }
 
 FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
-  if (t.warps < 1 || t.block_m % (16 * t.warps) != 0 || t.block_n % 16 != 0 || t.stages < 2 || t.stages > 3) {
+  if (t.warps < 1 || t.block_m % (16 * t.warps) != 0 || t.block_n % 16 != 0 || t.stages < 2 || t.stages > 3 ||
+      t.split < 1) {
     return FusionDecision::Forbid("attention-tiles", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " on ", t.warps,
                                                                   " warps, ", t.stages, " stages are not a valid shape"));
   }
@@ -218,24 +240,53 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
   return FusionDecision::Allow("attention-tiles");
 }
 
-AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan) {
+namespace {
+// Splits that bring the grid to two blocks per SM, each split keeping at least 4 key tiles.
+int SplitFor(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
+  const int64_t blocks = (plan.batch / plan.group) * AttentionQueryBlocks(plan, t);
+  const int64_t tiles = (plan.T + t.block_n - 1) / t.block_n;
+  const int64_t want = (2 * device.sm_count + blocks - 1) / blocks;
+  return static_cast<int>(std::clamp<int64_t>(std::min(want, tiles / 4), 1, 16));
+}
+}  // namespace
+
+AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device) {
   const int64_t d = std::max(PaddedHeadDim(plan.D), PaddedHeadDim(plan.E));
-  if (plan.S <= 64) return {64, d <= 128 ? 64 : 32, 4, 2};  // decoding: warps past S skip the products
-  if (d <= 64) return {128, 64, 4, 2};
-  if (d <= 128) return {128, 64, 8, 2};
-  return {64, 32, 4, 2};
+  AttentionTiles t;
+  if (plan.group * plan.S <= 64) {
+    t = {64, d <= 128 ? 64 : 32, 4, 2};  // decoding: warps past the rows skip the products
+  } else if (d <= 64) {
+    t = {128, 64, 4, 2};
+  } else if (d <= 128) {
+    t = {128, 64, 8, 2};
+  } else {
+    t = {64, 32, 4, 2};
+  }
+  t.split = SplitFor(plan, t, device);
+  return t;
 }
 
 std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device) {
-  std::vector<AttentionTiles> out = {DefaultAttentionTiles(plan)};
-  const std::vector<AttentionTiles> grid = {
-      {64, 64, 4, 2}, {128, 64, 8, 2}, {128, 64, 4, 2}, {64, 32, 4, 2}, {128, 32, 8, 2},
-      {64, 64, 4, 3}, {128, 64, 8, 3}, {128, 128, 8, 2}};
-  for (const AttentionTiles& t : grid) {
+  std::vector<AttentionTiles> out = {DefaultAttentionTiles(plan, device)};
+  auto add = [&](AttentionTiles t) {
     const bool seen = std::any_of(out.begin(), out.end(), [&](const AttentionTiles& o) {
-      return o.block_m == t.block_m && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages;
+      return o.block_m == t.block_m && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages &&
+             o.split == t.split;
     });
     if (!seen && AttentionTilesFit(plan, t, device)) out.push_back(t);
+  };
+  const std::vector<AttentionTiles> grid = {
+      {64, 64, 4, 2}, {128, 64, 8, 2}, {128, 64, 4, 2}, {64, 32, 4, 2}, {128, 32, 8, 2}, {128, 32, 4, 2},
+      {64, 64, 4, 3}, {128, 64, 8, 3}, {128, 128, 8, 2}};
+  for (AttentionTiles t : grid) {
+    t.split = SplitFor(plan, t, device);
+    add(t);
+  }
+  const AttentionTiles d = out[0];
+  for (int split : {d.split * 2, d.split / 2}) {  // more or fewer blocks per query block
+    AttentionTiles t = d;
+    t.split = split;
+    if (split >= 1 && split <= 32 && split * 2 <= (plan.T + t.block_n - 1) / t.block_n) add(t);
   }
   return out;
 }

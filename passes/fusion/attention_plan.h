@@ -39,6 +39,12 @@ struct AttentionOperand {
 struct AttentionPlan {
   const Node* attention = nullptr;
   int64_t batch = 1;  // product of the batch dims (B x H)
+  // Query heads per K/V head packed into one block's rows (k and v read through a broadcast
+  // of the heads: grouped-query attention, written as reshape -> broadcast_to -> reshape), for
+  // short queries (S <= 64: decoding), where a block's 16-row tiles would otherwise hold one
+  // position of one head. k and v then hold their batch atoms without the group's stride-0
+  // atom: K/V batch index = query batch index / group. 1: no packing.
+  int64_t group = 1;
   int64_t S = 0, T = 0, D = 0, E = 0;
   double scale = 0;   // the effective scale (1/sqrt(D) where the attribute is 0)
   bool causal = false;
@@ -49,6 +55,8 @@ struct AttentionPlan {
   // FlashAttention convention, 2 S T (D + E) halved, ignores the tiles' padding). With
   // block_m = block_n = 1 the exact count.
   double Flops(int64_t block_m, int64_t block_n) const;
+  // The largest query position among rows [lo, hi] of a K/V batch's rows (group x S).
+  int64_t MaxPosition(int64_t lo, int64_t hi) const;
 };
 
 // The template's tiles (templates/attention.cuh AttentionShape): a block owns block_m query
@@ -56,8 +64,13 @@ struct AttentionPlan {
 // through `stages` shared-memory buffers. The one rule the cost model and codegen share.
 struct AttentionTiles {
   int block_m = 64, block_n = 64, warps = 4, stages = 2;
+  int split = 1;  // blocks sharing one query block's key tiles (flash-decoding); 1: none
   int MTiles() const { return block_m / (16 * warps); }
 };
+// Query blocks of one K/V batch, and the (batch x query block) items the grid covers.
+int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& tiles);
+// Scratch bytes per K/V batch of a split launch (templates/attention.cuh SplitScratch).
+int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const AttentionTiles& tiles);
 // Head dims padded to the m16n8k16 products' 16.
 inline int64_t PaddedHeadDim(int64_t d) { return (d + 15) / 16 * 16; }
 // Dynamic shared memory of `tiles` (bytes, 16-bit elements): the Q tile and `stages` K and V
@@ -72,8 +85,9 @@ bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tile
 FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles& tiles, const DeviceSpec& device);
 // The default: short queries (S <= 64, decoding) 64 rows on 4 warps; head dims up to 64, 128
 // rows on 4 warps (two m-tiles each); up to 128, 128 rows on 8 warps; beyond, 64 rows on 4
-// warps with 32-row key tiles.
-AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan);
+// warps with 32-row key tiles. When the blocks would not fill two per SM, the key tiles are
+// split over more blocks (at least 4 tiles each, at most 16 splits).
+AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);
 // The autotuner's candidates (the default first), every one fitting.
 std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);
 

@@ -65,9 +65,9 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
     return e;
   }
   const AttentionPlan& plan = *region.attention;
-  const AttentionTiles tiles = DefaultAttentionTiles(plan);
+  const AttentionTiles tiles = DefaultAttentionTiles(plan, device);
   e.flops = plan.Flops(tiles.block_m, tiles.block_n);
-  e.blocks = plan.batch * ((plan.S + tiles.block_m - 1) / tiles.block_m);
+  e.blocks = plan.batch / plan.group * AttentionQueryBlocks(plan, tiles) * tiles.split;
   FinishEstimate(device, device.attention_flops_per_us, device.dram_bytes_per_us, 1, e);
   return e;
 }

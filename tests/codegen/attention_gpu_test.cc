@@ -5,8 +5,9 @@
 // head dims 32-256 (48, 80, 96 too), causal or not, both 16-bit dtypes, batch x heads from 1 to
 // 64; q, k, v sliced out of one projection and the heads merged after (layouts folded);
 // additive masks [B,1,1,T], [1,1,S,T], [B,H,S,T] and boolean ones, rows fully masked;
-// grouped-query heads 1, 2, 4, 8 by broadcast; scores scaled up so the softmax is peaked; and
-// every tuning candidate at a few shapes.
+// grouped-query heads 1, 2, 4, 8 by broadcast; decoding with the group's heads packed into a
+// block and the keys split over blocks; scores scaled up so the softmax is peaked; and every
+// tuning candidate at a few shapes.
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -15,6 +16,7 @@
 #include "api/compiler.h"
 #include "codegen/kernel_params.h"
 #include "gtest/gtest.h"
+#include "passes/fusion/attention_plan.h"
 #include "tests/codegen/attention_cases.h"
 #include "tests/codegen/region_check.h"
 
@@ -152,9 +154,45 @@ TEST_F(AttentionGpuTest, GroupedQueryHeads) {
   }
 }
 
+// Decoding: the query heads of a group packed into one block's rows (group 8, 4, 2), key tiles
+// split over blocks and merged (flash-decoding), causal with S < T, a padding mask.
+TEST_F(AttentionGpuTest, DecodingPacksGroupsAndSplitsKeys) {
+  struct Case {
+    int64_t b, hq, hkv, s, t;
+    bool causal, mask;
+  };
+  for (const Case& c : {Case{4, 32, 4, 1, 4097, false, false}, Case{2, 16, 4, 5, 3000, true, false},
+                        Case{3, 8, 4, 16, 1000, false, true}, Case{1, 8, 1, 1, 20000, false, false}}) {
+    const int64_t g = c.hq / c.hkv;
+    std::string text = absl::StrFormat(
+        R"(graph g(q: bf16[%1$d,%2$d,%4$d,128], k: bf16[%1$d,%3$d,%5$d,128], v: bf16[%1$d,%3$d,%5$d,128]%7$s) {
+      k5 = reshape(k) {shape = [%1$d, %3$d, 1, %5$d, 128]}
+      v5 = reshape(v) {shape = [%1$d, %3$d, 1, %5$d, 128]}
+      ke = broadcast_to(k5) {shape = [%1$d, %3$d, %6$d, %5$d, 128]}
+      ve = broadcast_to(v5) {shape = [%1$d, %3$d, %6$d, %5$d, 128]}
+      kk = reshape(ke) {shape = [%1$d, %2$d, %5$d, 128]}
+      vv = reshape(ve) {shape = [%1$d, %2$d, %5$d, 128]}
+      y = attention(q, kk, vv%8$s) {causal = %9$s, scale = 0.0}
+      return y })",
+        c.b, c.hq, c.hkv, c.s, c.t, g, c.mask ? absl::StrFormat(", m: bf16[%d,1,1,%d]", c.b, c.t) : "",
+        c.mask ? ", m" : "", c.causal ? "true" : "false");
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    const Region* region = testing_codegen::AttentionRegion(*analysis);
+    ASSERT_TRUE(region != nullptr && region->attention);
+    EXPECT_EQ(region->attention->group, g);
+    const KernelParams d = DefaultParams(*region, analysis->plan.device);
+    EXPECT_GT(d.split, 1) << "few K/V batches with long keys are split";
+    CheckAttention(absl::StrFormat("attn_decode_b%d_hq%d_hkv%d_S%d_T%d%s%s", c.b, c.hq, c.hkv, c.s, c.t,
+                                   c.causal ? "_causal" : "", c.mask ? "_mask" : ""),
+                   text);
+  }
+}
+
 TEST_F(AttentionGpuTest, EveryTuningCandidate) {
   const std::string graphs[] = {Plain("bf16", 2, 3, 300, 333, 64, true, 0.0), Plain("f16", 1, 4, 129, 257, 128, false, 0.0),
-                                Plain("bf16", 1, 2, 100, 100, 256, true, 0.0), Plain("f16", 8, 4, 1, 2000, 128, false, 0.0)};
+                                Plain("bf16", 1, 2, 100, 100, 256, true, 0.0), Plain("f16", 8, 4, 1, 2000, 128, false, 0.0),
+                                Plain("bf16", 1, 2, 700, 3000, 64, true, 0.0)};
   for (const std::string& text : graphs) {
     auto analysis = Analyze(Parse(text), AnalyzeOptions{});
     ASSERT_TRUE(analysis.ok()) << analysis.status();

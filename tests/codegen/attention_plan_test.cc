@@ -89,9 +89,26 @@ TEST(AttentionPlanTest, GroupedQueryHeadsReadSharedKeysWithoutACopy) {
   ASSERT_NE(r, nullptr);
   ASSERT_TRUE(r->placed) << r->placed.reason();
   EXPECT_EQ(a.plan.regions.size(), 1u);
-  // Query head h reads key head h / 4: atoms (2: 2560) (4: 0).
-  EXPECT_EQ(r->attention->k.ToString(), "k +0 batch (2:2560 4:0) seq 40:64 inner 64:1");
+  // Query head h reads key head h / 4. With 33 queries the 4 heads of a group share a block
+  // (group 4): K/V are addressed by the K/V batch, h / 4, atoms (2: 2560).
+  EXPECT_EQ(r->attention->group, 4);
+  EXPECT_EQ(r->attention->k.ToString(), "k +0 batch (2:2560) seq 40:64 inner 64:1");
   EXPECT_EQ(r->attention->q.ToString(), "q +0 batch (8:2112) seq 33:64 inner 64:1");
+  // Longer queries keep one head per block and read K/V through the stride-0 atom (4: 0).
+  Analysis prefill = AnalyzeText(R"(graph g(q: f16[1,8,100,64], k: f16[1,2,40,64], v: f16[1,2,40,64]) {
+      k5 = reshape(k) {shape = [1, 2, 1, 40, 64]}
+      v5 = reshape(v) {shape = [1, 2, 1, 40, 64]}
+      ke = broadcast_to(k5) {shape = [1, 2, 4, 40, 64]}
+      ve = broadcast_to(v5) {shape = [1, 2, 4, 40, 64]}
+      kk = reshape(ke) {shape = [1, 8, 40, 64]}
+      vv = reshape(ve) {shape = [1, 8, 40, 64]}
+      y = attention(q, kk, vv) {causal = false, scale = 0.125}
+      return y
+    })");
+  const Region* p = AttentionRegion(prefill);
+  ASSERT_TRUE(p != nullptr && p->attention);
+  EXPECT_EQ(p->attention->group, 1);
+  EXPECT_EQ(p->attention->k.ToString(), "k +0 batch (2:2560 4:0) seq 40:64 inner 64:1");
 }
 
 TEST(AttentionPlanTest, PaddingMaskIsReadThroughItsBroadcast) {

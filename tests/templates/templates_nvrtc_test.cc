@@ -180,7 +180,7 @@ extern "C" __global__ void use_layout(const __half* x, __half* y, const long lon
       {"attention.cuh", R"(
 struct Body {
   using T = __half;
-  static constexpr int kD = 40, kE = 24, kS = 100, kT = 77;
+  static constexpr int kD = 40, kE = 24, kS = 100, kT = 77, kG = 2;
   static constexpr bool kCausal = true, kHasMask = true;
   static constexpr float kScaleLog2 = 0.2f;
   static constexpr long long kQRow = 40, kKRow = 40, kVRow = 24, kORow = 24;
@@ -196,8 +196,9 @@ struct Body {
   __device__ float Mask(long long b, int i, int j) const { return m[i * kT + j]; }
 };
 extern "C" __global__ void __launch_bounds__(128) use_attention(const __half* q, const __half* k, const __half* v,
-                                                              const float* m, __half* o, long long count) {
-  kiln::AttentionKernel<Body, kiln::AttentionShape<64, 32, 4, 3, false>>(Body{q, k, v, m, o}, count);
+                                                              const float* m, __half* o, void* scratch,
+                                                              long long count) {
+  kiln::AttentionKernel<Body, kiln::AttentionShape<64, 32, 4, 3, false, 4>>(Body{q, k, v, m, o}, count, scratch);
 }
 )", "use_attention"},
   };
