@@ -158,11 +158,6 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
   if (region.kind == RegionKind::kAttention && region.attention) {
     std::vector<KernelParams> out;
     for (const AttentionTiles& t : CandidateAttentionTiles(*region.attention, device)) out.push_back(AttentionParams(t));
-    // The default with twice the resident warps per SM: ptxas caps the registers (65536 / 16
-    // warps / 32 = 128 a thread) and may spill; the tuner weighs occupancy against that.
-    KernelParams occupied = out[0];
-    occupied.min_blocks = std::max(1, 16 / occupied.warps);
-    if (ValidateParams(occupied).ok() && occupied.min_blocks > 1) out.push_back(occupied);
     return out;
   }
   std::vector<KernelParams> out = {DefaultParams(region, device)};

@@ -137,6 +137,29 @@ __device__ __forceinline__ float QuadSum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+// Max and sum of N values as a tree (log2 N dependent steps instead of N: the softmax is
+// otherwise a chain of fixed-latency instructions per row). N is a power of two.
+template <int N>
+__device__ __forceinline__ float TreeMax(float (&v)[N]) {
+  static_assert((N & (N - 1)) == 0, "a power of two");
+#pragma unroll
+  for (int w = N / 2; w > 0; w /= 2) {
+#pragma unroll
+    for (int i = 0; i < w; ++i) v[i] = fmaxf(v[i], v[i + w]);
+  }
+  return v[0];
+}
+template <int N>
+__device__ __forceinline__ float TreeSum(float (&v)[N]) {
+  static_assert((N & (N - 1)) == 0, "a power of two");
+#pragma unroll
+  for (int w = N / 2; w > 0; w /= 2) {
+#pragma unroll
+    for (int i = 0; i < w; ++i) v[i] += v[i + w];
+  }
+  return v[0];
+}
+
 __host__ __device__ constexpr int RoundUp16(int x) { return (x + 15) / 16 * 16; }
 
 // A global address for cp.async's zero-filling form, which reads nothing from it.
@@ -300,26 +323,34 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
     }
+    // The fragments of k step kk + 1 are loaded while the products of step kk run (two
+    // register buffers; the unrolled loop makes every index a constant).
+    unsigned kf[2][kBN / 16][4], qa[2][kMT][4];
+    auto load_step = [&](int kk, int buf) {
 #pragma unroll
-    for (int kk = 0; kk < kDP / 16; ++kk) {
-      unsigned qa[kMT][4];
+      for (int nb = 0; nb < kBN / 16; ++nb) {
+        attn::LdMatrixX4(kf[buf][nb], cK + (nb * 16 + kb_row) * kKS + kk * 16 + kb_col);
+      }
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
         if constexpr (Shape::kQInRegs) {
 #pragma unroll
-          for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kk][r];
+          for (int r = 0; r < 4; ++r) qa[buf][mt][r] = qf[mt][kk][r];
         } else {
-          attn::LdMatrixX4(qa[mt], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * 16 + a_col);
+          attn::LdMatrixX4(qa[buf][mt], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * 16 + a_col);
         }
       }
+    };
+    load_step(0, 0);
+#pragma unroll
+    for (int kk = 0; kk < kDP / 16; ++kk) {
+      if (kk + 1 < kDP / 16) load_step(kk + 1, (kk + 1) % 2);
 #pragma unroll
       for (int nb = 0; nb < kBN / 16; ++nb) {
-        unsigned kf[4];
-        attn::LdMatrixX4(kf, cK + (nb * 16 + kb_row) * kKS + kk * 16 + kb_col);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
-          M::Run(s[mt][2 * nb], qa[mt], kf[0], kf[1]);
-          M::Run(s[mt][2 * nb + 1], qa[mt], kf[2], kf[3]);
+          M::Run(s[mt][2 * nb], qa[kk % 2][mt], kf[kk % 2][nb][0], kf[kk % 2][nb][1]);
+          M::Run(s[mt][2 * nb + 1], qa[kk % 2][mt], kf[kk % 2][nb][2], kf[kk % 2][nb][3]);
         }
       }
     }
@@ -358,21 +389,21 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = kNegInfF();
+        float part[kBN / 8];
 #pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
-        mx = fmaxf(row_max[mt][h], attn::QuadMax(mx) * kScale);  // kScale > 0: -inf stays -inf
+        for (int j = 0; j < kBN / 8; ++j) part[j] = fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]);
+        // kScale > 0: -inf stays -inf.
+        const float mx = fmaxf(row_max[mt][h], attn::QuadMax(attn::TreeMax(part)) * kScale);
         const float shift = mx == kNegInfF() ? 0.0f : mx;  // a row with nothing visible yet: 2^-inf = 0
         const float correction = attn::Exp2(row_max[mt][h] - shift);
         row_max[mt][h] = mx;
-        float sum = 0.0f;
 #pragma unroll
         for (int j = 0; j < kBN / 8; ++j) {
           s[mt][j][2 * h] = attn::Exp2(fmaf(s[mt][j][2 * h], kScale, -shift));
           s[mt][j][2 * h + 1] = attn::Exp2(fmaf(s[mt][j][2 * h + 1], kScale, -shift));
-          sum += s[mt][j][2 * h] + s[mt][j][2 * h + 1];
+          part[j] = s[mt][j][2 * h] + s[mt][j][2 * h + 1];
         }
-        row_sum[mt][h] = row_sum[mt][h] * correction + sum;
+        row_sum[mt][h] = row_sum[mt][h] * correction + attn::TreeSum(part);
 #pragma unroll
         for (int e = 0; e < kEP / 8; ++e) {
           o[mt][e][2 * h] *= correction;
@@ -382,25 +413,33 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     }
 
     // o += p v: the score accumulators of two 8-key blocks are the A fragment of a k16 step.
+    // The V fragment of step i + 2 is loaded while the products of step i run (three buffers
+    // over the unrolled (kk, eb) sequence).
+    constexpr int kEB = kEP / 16, kVSteps = kBN / 16 * kEB;
+    unsigned vf[3][4];
+    auto load_v = [&](int i) {
+      attn::LdMatrixX4Trans(vf[i % 3], cV + ((i / kEB) * 16 + vb_row) * kVS + (i % kEB) * 16 + vb_col);
+    };
+    load_v(0);
+    if (kVSteps > 1) load_v(1);
+    unsigned pa[kMT][4];
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      unsigned pa[kMT][4];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        pa[mt][0] = M::Pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = M::Pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = M::Pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = M::Pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int eb = 0; eb < kEP / 16; ++eb) {
-        unsigned vf[4];
-        attn::LdMatrixX4Trans(vf, cV + (kk * 16 + vb_row) * kVS + eb * 16 + vb_col);
+    for (int i = 0; i < kVSteps; ++i) {
+      const int kk = i / kEB, eb = i % kEB;
+      if (i + 2 < kVSteps) load_v(i + 2);
+      if (eb == 0) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
-          M::Run(o[mt][2 * eb], pa[mt], vf[0], vf[1]);
-          M::Run(o[mt][2 * eb + 1], pa[mt], vf[2], vf[3]);
+          pa[mt][0] = M::Pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = M::Pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = M::Pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = M::Pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
         }
+      }
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        M::Run(o[mt][2 * eb], pa[mt], vf[i % 3][0], vf[i % 3][1]);
+        M::Run(o[mt][2 * eb + 1], pa[mt], vf[i % 3][2], vf[i % 3][3]);
       }
     }
   }

@@ -138,6 +138,8 @@ class RegionTimer {
       if (ks.has_scratch) args.push_back(&scratch.ptr());
       args.push_back(&count);
       auto launch = [&]() { return LaunchKernel(*cu_, module.function(), shape, grid, args.data(), nullptr); };
+      // Scratch zeroed for each candidate: the candidates lay their counters out differently.
+      if (ks.has_scratch) KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8(scratch.ptr(), 0, scratch.bytes()));
       // Correctness first: poisoned outputs, one launch, compared with the default's.
       for (size_t a = 0; a < ks.args.size(); ++a) {
         if (ks.args[a].is_output) KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8(buffers[a]->ptr(), 0xFF, buffers[a]->bytes()));
