@@ -16,6 +16,7 @@ DeviceSpec H100Spec() {
   s.l2_bytes_per_us = 7e6;               // estimate: ~2.3x the copy bandwidth (published H100
                                          // L2 read bandwidth measurements: 7-10 TB/s)
   s.smem_per_block_bytes = 232448;       // 227 KiB opt-in, CUDA programming guide (sm_90)
+  s.smem_per_sm_bytes = 233472;          // 228 KiB per SM (1 KiB of it reserved per block), same guide
   s.registers_per_sm = 65536;            // CUDA programming guide, compute capability 9.0
   s.launch_us = 3.0;                     // chosen: typical gap between back-to-back small
                                          // kernels on Hopper without CUDA graphs (estimate)
@@ -24,8 +25,9 @@ DeviceSpec H100Spec() {
   s.sfu_ops_per_us = 132 * 16 * 1.83e3;  // 16 MUFU ops/clk/SM (sm_90 throughput table) at 1830 MHz
   s.matmul_bf16_flops_per_us = 798e6;    // 8192^3 bf16 matmul measured on the lent H100
   s.matmul_f32_flops_per_us = 50e6;      // FP32 FFMA GEMM, ~75% of CUDA-core peak (estimate)
-  s.attention_flops_per_us = 500e6;      // FlashAttention-3 paper: 500-740 TFLOP/s bf16 forward
-                                         // on H100 for head dims 64-256; we take the low end
+  s.attention_flops_per_us = 280e6;      // kiln's mma.sync template (templates/attention.cuh) on
+                                         // the lent H100, 2026-11-24 (bench/attention.py): 250-300
+                                         // TFLOP/s of executed tile FLOPs, bf16, D 64 and 128
   s.provenance = "named spec h100 (H100 SXM5 80GB); constants documented in passes/cost/device_spec.cc";
   return s;
 }

@@ -20,6 +20,7 @@ struct DeviceSpec {
   int64_t l2_bytes = 0;
   double l2_bytes_per_us = 0;         // L2 read bandwidth (a re-read that stays in L2)
   int64_t smem_per_block_bytes = 0;   // opt-in maximum dynamic shared memory per block
+  int64_t smem_per_sm_bytes = 0;      // shared memory of one SM (all of its resident blocks)
   int64_t registers_per_sm = 0;       // 32-bit registers
   double launch_us = 0;               // cost of one kernel launch in a stream of launches
   double grid_sync_us = 0;            // blocks of one launch waiting for each other once

@@ -211,6 +211,16 @@ int RegisterEstimate(const AttentionPlan& plan, const AttentionTiles& t, bool q_
 }
 }  // namespace
 
+int AttentionBlocksPerSm(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
+  const int64_t smem = AttentionSmemBytes(plan, t) + 1024;
+  const int64_t regs = static_cast<int64_t>(std::min(255, RegisterEstimate(plan, t, AttentionQInRegisters(plan, t)))) *
+                       32 * t.warps;
+  const int64_t by_smem = device.smem_per_sm_bytes / smem;
+  const int64_t by_regs = device.registers_per_sm / std::max<int64_t>(regs, 1);
+  const int64_t by_threads = 2048 / (32 * t.warps);
+  return static_cast<int>(std::max<int64_t>(1, std::min({by_smem, by_regs, by_threads})));
+}
+
 int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& t) {
   const int64_t q_row = PaddedHeadDim(plan.D) + 8, v_row = PaddedHeadDim(plan.E) + 8;
   return 2 * (t.block_m * q_row + t.stages * t.block_n * (q_row + v_row));

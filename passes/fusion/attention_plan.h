@@ -69,6 +69,9 @@ struct AttentionTiles {
 };
 // Query blocks of one K/V batch, and the (batch x query block) items the grid covers.
 int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& tiles);
+// Blocks of `tiles` one SM holds at once: shared memory (and the 1 KiB reserved per block),
+// registers (the estimate below), threads.
+int AttentionBlocksPerSm(const AttentionPlan& plan, const AttentionTiles& tiles, const DeviceSpec& device);
 // Scratch bytes per K/V batch of a split launch (templates/attention.cuh SplitScratch).
 int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const AttentionTiles& tiles);
 // Head dims padded to the m16n8k16 products' 16.
