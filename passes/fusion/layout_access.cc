@@ -375,7 +375,8 @@ std::shared_ptr<const LayoutPlan> PlanLayout(const Region& region) {
     plan->reads.push_back(std::move(r));
   }
   if (transposed_bytes.empty()) {
-    plan->why_plain = "no read wastes sectors enough to stage it";
+    plan->why_plain = absl::StrCat("nothing to stage: no read has a unit-stride axis other than a and ", kStageWaste,
+                                   "x the sectors it needs or more");
     return plan;
   }
   plan->b = std::max_element(transposed_bytes.begin(), transposed_bytes.end(),
