@@ -105,6 +105,7 @@ std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
     absl::StrAppendFormat(&out, "  predicted: %.2f us (%s); one kernel per op: %.2f us\n", e.total_us,
                           e.ToString(), unfused.total_us);
     if (!e.row_fit.empty()) absl::StrAppend(&out, "  row fit: ", e.row_fit, "\n");
+    if (!e.layout.empty()) absl::StrAppend(&out, "  layout: ", e.layout, "\n");
     if (measured != nullptr) {
       auto m = measured->region_us.find(r.id);
       if (m != measured->region_us.end()) {

@@ -20,6 +20,7 @@
 #include "codegen/emit_kernel.h"
 #include "codegen/emitter_util.h"
 #include "ir/base/status.h"
+#include "passes/fusion/layout_access.h"
 #include "passes/fusion/region_kind.h"
 
 namespace kiln {
@@ -357,6 +358,9 @@ absl::StatusOr<KernelSource> ElementwiseEmitter::Emit() {
 }  // namespace
 
 absl::StatusOr<KernelSource> EmitElementwiseKernel(const Region& region, const KernelParams& params) {
+  // A region that stages a transposed read runs the tiled kernel when the params name a tile
+  // (DefaultParams does; the plain kernel stays a tuning candidate).
+  if (region.layout != nullptr && region.layout->tiled() && params.tile_m > 0) return EmitTiledKernel(region, params);
   ElementwiseEmitter e(region, params);
   return e.Emit();
 }

@@ -2,7 +2,9 @@
 // codegen/kernel_source.h), by the emitter of the region's kind. Each emitter generates only a
 // `Body` (the region's fused expressions as small member functions) and a 3-line extern "C"
 // entry that calls its kind's kernel template with the launch shape of its KernelParams:
-//   pointwise, layout   emit_elementwise.cc -> templates/pointwise.cuh PointwiseKernel
+//   pointwise, layout   emit_elementwise.cc -> templates/pointwise.cuh PointwiseKernel, or when
+//                       the region's LayoutPlan stages a transposed read and the params name a
+//                       tile, emit_layout.cc -> templates/layout.cuh TiledTransposeKernel
 //   row_reduction       emit_reduce.cc      -> templates/row_reduce.cuh RowKernel
 //   column_reduction    emit_reduce.cc      -> templates/column_reduce.cuh ColumnKernel
 //   attention           emit_attention.cc   -> templates/attention.cuh AttentionKernel
@@ -27,6 +29,7 @@ bool HasKernel(RegionKind kind);
 namespace codegen_internal {
 absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitElementwiseKernel(const Region& region, const KernelParams& params);
+absl::StatusOr<KernelSource> EmitTiledKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitReduceKernel(const Region& region, const KernelParams& params);
 }  // namespace codegen_internal
 

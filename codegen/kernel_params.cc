@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "ir/dtype.h"
 #include "passes/fusion/attention_plan.h"
+#include "passes/fusion/layout_access.h"
 #include "passes/fusion/reduce_placement.h"
 
 namespace kiln {
@@ -97,6 +98,35 @@ KernelParams AttentionParams(const AttentionTiles& t) {
   return p;
 }
 
+// The region runs the tiled transpose kernel (templates/layout.cuh).
+const LayoutPlan* TiledPlan(const Region& region) {
+  const bool elementwise = region.kind == RegionKind::kPointwise || region.kind == RegionKind::kLayout;
+  return elementwise && region.layout != nullptr && region.layout->tiled() ? region.layout.get() : nullptr;
+}
+
+KernelParams TiledParams(const TileChoice& t) {
+  KernelParams p;
+  p.block_size = t.threads;
+  p.vector_width = t.vector;
+  p.tile_m = t.tb;
+  p.tile_n = t.ta;
+  return p;
+}
+
+// The tiled kernel's candidates: the default tile, the classic 32 x 32 scalar tile, the default
+// with half the threads (more vectors in flight per thread), 64 x 64 tiles of 16-byte vectors
+// (where a vector holds 4 elements or more), and the plain kernel (no tile: pointwise.cuh's loop).
+void AddTiledCandidates(const LayoutPlan& plan, std::vector<KernelParams>& out) {
+  const TileChoice d = DefaultTile(plan);
+  std::vector<TileChoice> tiles = {TileChoice{32, 32, 1, 256}, TileChoice{d.tb, d.ta, d.vector, d.threads / 2}};
+  if (plan.max_vector >= 4) tiles.push_back(TileChoice{64, 64, plan.max_vector, 256});
+  for (const TileChoice& t : tiles) {
+    KernelParams p = TiledParams(t);
+    if (CheckTile(plan, t).ok() && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  }
+  out.push_back(KernelParams{});  // the plain loop runs layout ops one element per thread
+}
+
 }  // namespace
 
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
@@ -104,6 +134,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     return AttentionParams(DefaultAttentionTiles(*region.attention, device));
   }
   KernelParams p;
+  if (const LayoutPlan* plan = TiledPlan(region)) return TiledParams(DefaultTile(*plan));
   if (region.kind == RegionKind::kColumnReduction) {
     // The column launch rule, shared with the cost model (passes/cost/row_fit.h).
     const RowFit& fit = region.reduce->fit;
@@ -166,6 +197,10 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
   const KernelParams d = out[0];
+  if (const LayoutPlan* plan = TiledPlan(region)) {
+    AddTiledCandidates(*plan, out);
+    return out;
+  }
   if (region.kind == RegionKind::kColumnReduction) {
     for (int split : {d.split / 2, d.split * 2}) {  // fewer or more blocks per tile
       KernelParams p = d;

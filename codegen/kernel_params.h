@@ -14,7 +14,9 @@
 //                   the loop's unroll factor)
 //   split           reduction kernels: blocks that share one row (or one reduced extent),
 //                   combining their partial results deterministically; 1 = none
-//   tile_m, tile_n  tiled kinds (layout, column reduction, attention): the tile's extents
+//   tile_m, tile_n  tiled kinds: the tile's extents; elementwise regions that stage a transposed
+//                   read (templates/layout.cuh): tile_m x tile_n elements along (b, a), the
+//                   staged inputs' innermost axis x the output's (0 x 0: the plain kernel)
 //   stages, warps   tiled kinds: pipeline depth and warps per block (0: the kind's default)
 //   min_blocks      blocks per SM the compiler must fit (caps registers; 0: its own choice)
 #ifndef KILN_CODEGEN_KERNEL_PARAMS_H_
@@ -66,6 +68,8 @@ absl::Status ValidateParams(const KernelParams& params);
 //    per warp (8 rows per 256-thread block); longer ones one per block with block =
 //    clamp(share / V / 4, 128, 1024) rounded to a power of two, at least the threads the rule
 //    needs when cached; else streamed (chunk = threads x V x 2, at most 512 threads).
+//  * elementwise regions whose LayoutPlan is tiled: the tiled kernel's DefaultTile
+//    (passes/fusion/layout_access.h; the cost model prices the same tile).
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device);
 
 // A small list for a later autotuner (the default first, no duplicates, all valid for the region).

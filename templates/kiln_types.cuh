@@ -77,6 +77,15 @@ __device__ __forceinline__ void LoadVec(const T* __restrict__ p, C (&out)[V]) {
   }
 }
 
+// One chunk stored by one instruction. Through the store intrinsics for 8 and 16 bytes: a
+// plain assignment of a chunk assembled from 16-bit elements (or after reads from shared
+// memory) can be split by the compiler into 4-byte stores (seen in the tiled transpose kernel:
+// st.global.u32 x 4 where st.global.v4.u32 was meant).
+__device__ __forceinline__ void StoreChunk(uint4* p, uint4 v) { __stwb(p, v); }
+__device__ __forceinline__ void StoreChunk(uint2* p, uint2 v) { __stwb(p, v); }
+template <class ChunkT>
+__device__ __forceinline__ void StoreChunk(ChunkT* p, ChunkT v) { *p = v; }
+
 // Narrows V compute values to T and stores them at p[0..V); same alignment rule as LoadVec.
 template <class T, int V, class C>
 __device__ __forceinline__ void StoreVec(T* __restrict__ p, const C (&in)[V]) {
@@ -91,7 +100,7 @@ __device__ __forceinline__ void StoreVec(T* __restrict__ p, const C (&in)[V]) {
     T* elems = reinterpret_cast<T*>(&bits);
 #pragma unroll
     for (int j = 0; j < kPerChunk; ++j) elems[j] = FromCompute<T>(in[k * kPerChunk + j]);
-    reinterpret_cast<ChunkT*>(p)[k] = bits;
+    StoreChunk(reinterpret_cast<ChunkT*>(p) + k, bits);
   }
 }
 

@@ -17,6 +17,8 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
   row_on_chip = row_on_chip && other.row_on_chip;
   blocks += other.blocks;
   if (!other.row_fit.empty()) row_fit = row_fit.empty() ? other.row_fit : absl::StrCat(row_fit, "; ", other.row_fit);
+  wasted_bytes += other.wasted_bytes;
+  if (!other.layout.empty()) layout = layout.empty() ? other.layout : absl::StrCat(layout, "; ", other.layout);
   memory_us += other.memory_us;
   compute_us += other.compute_us;
   launch_us += other.launch_us;
@@ -25,9 +27,10 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
 
 std::string RunTimeEstimate::ToString() const {
   return absl::StrFormat(
-      "read %d B, write %d B, %.3g flop, %.3g transc, mem %.2f us%s, compute %.2f us, launch %.1f us"
+      "read %d B, write %d B%s, %.3g flop, %.3g transc, mem %.2f us%s, compute %.2f us, launch %.1f us"
       "%s = %.2f us",
-      bytes_read, bytes_written, flops, transcendentals, memory_us,
+      bytes_read, bytes_written, wasted_bytes > 0 ? absl::StrFormat(", %d B of sectors wasted", wasted_bytes) : "",
+      flops, transcendentals, memory_us,
       blocks > 0 ? absl::StrFormat(" (%d blocks)", blocks) : "", compute_us, launch_us,
       row_on_chip ? "" : absl::StrFormat(", streamed row, %d pass%s", passes, passes == 1 ? "" : "es"), total_us);
 }
@@ -133,7 +136,7 @@ double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads)
 }
 
 void FinishEstimate(const DeviceSpec& device, double flop_rate, double bandwidth, int launches, RunTimeEstimate& e) {
-  e.memory_us = static_cast<double>(e.bytes_read + e.bytes_written) / bandwidth;
+  e.memory_us = static_cast<double>(e.bytes_read + e.bytes_written + e.wasted_bytes) / bandwidth;
   e.compute_us = flop_rate > 0 ? e.flops / flop_rate : 0;
   e.compute_us += device.sfu_ops_per_us > 0 ? e.transcendentals / device.sfu_ops_per_us : 0;
   e.launch_us = device.launch_us * launches;

@@ -1,6 +1,7 @@
 // The cost model: predicted run time of a region on a DeviceSpec, as plain terms so every
 // fusion decision can show the numbers behind it (DESIGN.md §4).
-//   memory_us  = (bytes_read + bytes_written) / the bandwidth the kernel's blocks can draw
+//   memory_us  = (bytes_read + bytes_written + wasted_bytes) / the bandwidth the kernel's blocks
+//                can draw (wasted: the unused part of the 32-byte sectors uncoalesced reads fetch)
 //   compute_us = flops / rate + transcendentals / SFU rate   (matmul/attention: their rates)
 //   total_us   = max(memory_us, compute_us) + launch_us        (views: 0, no kernel)
 // Bytes are counted in the tensors' real dtypes; a scalar constant is a literal and reads
@@ -29,6 +30,8 @@ struct RunTimeEstimate {
   int passes = 1;          // passes over the row inputs (row reductions)
   bool row_on_chip = true;
   std::string row_fit;     // row reductions: the on-chip rule's sentence (FitRowOnChip)
+  int64_t wasted_bytes = 0;  // sectors fetched beyond the bytes used: uncoalesced reads
+  std::string layout;      // elementwise kinds: tiled or uncoalesced reads (LayoutPlan::Summary)
   int64_t blocks = 0;      // thread blocks the kernel runs (0: not a kernel, or not counted)
   double memory_us = 0;
   double compute_us = 0;
@@ -36,7 +39,7 @@ struct RunTimeEstimate {
   double total_us = 0;
 
   // Adds the terms of a region that runs after this one (a sum over several regions):
-  // bytes, work and times add; passes is the largest, row_fit the sentences joined.
+  // bytes, work and times add; passes is the largest, row_fit and layout the sentences joined.
   void Add(const RunTimeEstimate& other);
   std::string ToString() const;
 };

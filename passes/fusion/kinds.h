@@ -10,6 +10,7 @@
 namespace kiln::kinds {
 
 // kind_pointwise.cc: pointwise, layout, view.
+void AnalyzeElementwise(Region& region, const DeviceSpec& device);
 FusionDecision ElementwiseLegal(const Region& p, const Region& c, const Region& merged);
 RunTimeEstimate PricePointwise(const Region& region, const DeviceSpec& device);
 RunTimeEstimate PriceView(const Region& region, const DeviceSpec& device);

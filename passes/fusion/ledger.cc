@@ -37,6 +37,8 @@ void Terms(Writer& w, const char* key, const RunTimeEstimate& e) {
   json::Bool(w, "row_on_chip", e.row_on_chip);
   if (e.blocks > 0) Int(w, "blocks", e.blocks);
   if (!e.row_fit.empty()) Str(w, "row_fit", e.row_fit);
+  if (e.wasted_bytes > 0) Int(w, "wasted_bytes", e.wasted_bytes);
+  if (!e.layout.empty()) Str(w, "layout", e.layout);
   Num(w, "total_us", e.total_us);
   w.EndObject();
 }

@@ -330,12 +330,21 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
         priced.emplace(key, std::move(cand));
       }
     }
-    // The best legal, profitable, acyclic candidate; ties go to the earliest key.
+    // The best legal, profitable, acyclic candidate; ties go to the earliest key. A recompute
+    // must save clearly more (kRecomputeMargin) than a merge to win over it: it computes the
+    // producer twice, and the merge keeps a value whole for what fuses next (a bias add left
+    // in its matmul's epilogue lets attention fold the head split of the sliced result).
     const Candidate* best = nullptr;
+    auto beats = [](const FusionRecord& a, const FusionRecord& b) {
+      constexpr double kRecomputeMargin = 1.01;
+      if (a.mode == "recompute" && b.mode == "merge") return a.saved_us() > b.saved_us() * kRecomputeMargin;
+      if (a.mode == "merge" && b.mode == "recompute") return a.saved_us() * kRecomputeMargin >= b.saved_us();
+      return a.saved_us() > b.saved_us();
+    };
     for (const std::string& key : live_keys) {
       const Candidate& cand = priced.at(key);
       if (!cand.allowed || !Profitable(cand.record)) continue;
-      if (best != nullptr && cand.record.saved_us() <= best->record.saved_us()) continue;
+      if (best != nullptr && !beats(cand.record, best->record)) continue;
       if (!StillAcyclic(state, cand)) {
         FusionRecord rec = cand.record;
         rec.event = "reprice";

@@ -93,7 +93,11 @@ Region DescribeRegion(int id, const std::vector<Node*>& nodes, const Graph& grap
     r.kind = RegionKind::kView;
   }
   if (r.space.empty()) {
-    for (const Node* n : r.nodes) {
+    // An elementwise kernel loops over its largest output and evaluates every member at the
+    // positions its users need (a slice of a larger member, a piece of a concat): its space is
+    // that output, not its largest member.
+    const bool elementwise = r.kind == RegionKind::kPointwise || r.kind == RegionKind::kLayout;
+    for (const Node* n : elementwise && !r.outputs.empty() ? r.outputs : r.nodes) {
       if (n->num_elements() > NumElements(r.space) || r.space.empty()) r.space = n->shape();
     }
   }

@@ -3,7 +3,8 @@
 // (scalar constants are inlined as literals and read nothing), the kind, and the kind's
 // analysis (region_kind.h), computed once here and read by legality, the cost model, codegen
 // and the runtime lowering alike: where a reduction region's nodes sit in its space
-// (reduce_placement.h), which epilogue a matmul region carries (matmul_epilogue.h). Keeping
+// (reduce_placement.h), which epilogue a matmul region carries (matmul_epilogue.h), how an
+// elementwise region reads its inputs and whether it runs tiled (layout_access.h). Keeping
 // the node set the only input means a merge can never leave a region's description stale.
 #ifndef KILN_PASSES_FUSION_REGION_H_
 #define KILN_PASSES_FUSION_REGION_H_
@@ -33,6 +34,7 @@ enum class RegionKind {
 struct ReducePlacement;  // passes/fusion/reduce_placement.h
 struct MatmulEpilogue;   // passes/fusion/matmul_epilogue.h
 struct AttentionPlan;    // passes/fusion/attention_plan.h
+struct LayoutPlan;       // passes/fusion/layout_access.h
 
 // Facts about single nodes the fusion rules need.
 bool IsReduction(const Node* node);
@@ -46,8 +48,8 @@ struct Region {
   std::vector<Node*> nodes;    // in graph post order
   std::vector<Node*> inputs;   // tensors read from memory, in first-use order
   std::vector<Node*> outputs;  // tensors written to memory
-  // The region's iteration shape: the largest output (pointwise), the reduction input
-  // (reductions).
+  // The region's iteration shape: the largest output (pointwise, layout), the reduction input
+  // (reductions), the largest node (the others).
   Shape space;
 
   // The kind's analysis (set for the kinds that have one; shared, immutable, so copying a
@@ -56,6 +58,7 @@ struct Region {
   std::shared_ptr<const ReducePlacement> reduce;  // row_reduction, column_reduction
   std::shared_ptr<const MatmulEpilogue> matmul;   // matmul
   std::shared_ptr<const AttentionPlan> attention; // attention
+  std::shared_ptr<const LayoutPlan> layout;       // pointwise, layout: reads as affine maps, tiling
   FusionDecision placed = FusionDecision::Allow("placed");
 
   bool Contains(const Node* node) const;

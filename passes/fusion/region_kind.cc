@@ -9,7 +9,7 @@ namespace kiln {
 const std::vector<RegionKindInfo>& KindTable() {
   using namespace kinds;  // NOLINT: the hooks
   static const std::vector<RegionKindInfo> table = {
-      {RegionKind::kPointwise, "pointwise", "pw", "pointwise.cuh", Lowering::kKernel, nullptr, ElementwiseLegal,
+      {RegionKind::kPointwise, "pointwise", "pw", "pointwise.cuh", Lowering::kKernel, AnalyzeElementwise, ElementwiseLegal,
        PricePointwise},
       {RegionKind::kRowReduction, "row_reduction", "row", "row_reduce.cuh", Lowering::kKernel, AnalyzeReduction,
        RowLegal, PriceRow},
@@ -19,7 +19,7 @@ const std::vector<RegionKindInfo>& KindTable() {
        PriceMatmul},
       {RegionKind::kAttention, "attention", "attn", "attention.cuh", Lowering::kKernel, AnalyzeAttention, AttentionLegal,
        PriceAttention},
-      {RegionKind::kLayout, "layout", "layout", "layout.cuh", Lowering::kKernel, nullptr, ElementwiseLegal,
+      {RegionKind::kLayout, "layout", "layout", "layout.cuh", Lowering::kKernel, AnalyzeElementwise, ElementwiseLegal,
        PricePointwise},
       {RegionKind::kView, "view", "view", "alias", Lowering::kAlias, nullptr, ElementwiseLegal, PriceView},
   };

@@ -66,6 +66,27 @@ inline std::vector<SmallCase> SmallCases() {
             y = transpose(x) {perm = [2, 0, 1]}
             return y
           })"},
+      {"pointwise_transpose_add",  // tiled: x staged, y read along a, 64 x 64 tiles of 4-float vectors
+       R"(graph transpose_add(x: f32[96,64], y: f32[64,96]) {
+            t = transpose(x) {perm = [1, 0]}
+            z = add(t, y)
+            return z
+          })"},
+      {"layout_permute_bshd",  // [B,S,H,D] -> [B,H,S,D] keeps the innermost axis: the plain kernel
+       R"(graph permute_bshd(x: bf16[2,8,4,16]) {
+            y = transpose(x) {perm = [0, 2, 1, 3]}
+            return y
+          })"},
+      {"layout_permute_021",  // tiled: [B,M,N] -> [B,N,M], B a rest axis, odd extents: scalar tiles
+       R"(graph permute_021(x: f16[3,40,33]) {
+            y = transpose(x) {perm = [0, 2, 1]}
+            return y
+          })"},
+      {"layout_permute_102",  // [M,N,K] -> [N,M,K] keeps the innermost axis: the plain kernel
+       R"(graph permute_102(x: f32[5,6,32]) {
+            y = transpose(x) {perm = [1, 0, 2]}
+            return y
+          })"},
       {"layout_concat",
        R"(graph concat(a: f16[3,4], b: f16[3,5]) {
             y = concat(a, b) {axis = 1}

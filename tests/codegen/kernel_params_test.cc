@@ -4,6 +4,7 @@
 
 #include "codegen/emit_kernel.h"
 #include "gtest/gtest.h"
+#include "passes/fusion/layout_access.h"
 #include "passes/fusion/region_kind.h"
 #include "runtime/nvrtc_compile.h"
 #include "tests/codegen/codegen_test_util.h"
@@ -39,6 +40,48 @@ TEST(KernelParamsTest, DefaultsAndCandidatesAreValidForEveryExampleRegion) {
   Analysis xent = testing_codegen::AnalyzeFile(std::string(KILN_SOURCE_DIR) + "/examples/softmax_xent.json");
   const Region* row = testing_codegen::KernelRegions(xent.plan).at(0);
   EXPECT_GT(DefaultParams(*row, xent.plan.device).chunk, 0);
+}
+
+// A region that stages a transposed read: the default is the tiled kernel's DefaultTile (the
+// tile the cost model prices), the candidates are valid tiles of it plus the plain kernel, and
+// the tile is part of the params' string and hash (it names kernels and keys caches).
+TEST(KernelParamsTest, TiledTransposeParams) {
+  Analysis a = testing_codegen::AnalyzeText(R"(graph g(x: bf16[1024,2048], y: bf16[2048,1024]) {
+      t = transpose(x) {perm = [1, 0]}
+      z = add(t, y)
+      return z
+    })");
+  const Region* r = testing_codegen::KernelRegions(a.plan).at(0);
+  ASSERT_TRUE(r->layout && r->layout->tiled());
+  const KernelParams d = DefaultParams(*r, a.plan.device);
+  EXPECT_EQ(d.ToString(), "block=256 vec=8 rows=1 chunk=0 tile=64x64");
+  const std::vector<KernelParams> candidates = CandidateParams(*r, a.plan.device);
+  ASSERT_GE(candidates.size(), 3u);
+  EXPECT_EQ(candidates[0], d);
+  bool plain = false;
+  for (const KernelParams& p : candidates) {
+    EXPECT_TRUE(ValidateParams(p).ok()) << p.ToString();
+    if (p.tile_m == 0) {
+      plain = true;
+      continue;
+    }
+    EXPECT_TRUE(CheckTile(*r->layout, TileChoice{p.tile_m, p.tile_n, p.vector_width, p.block_size}).ok())
+        << p.ToString();
+    auto ks = EmitKernel(*r, p);
+    ASSERT_TRUE(ks.ok()) << p.ToString() << ": " << ks.status();
+    EXPECT_EQ(ks->count_meaning, "tiles");
+    EXPECT_EQ(ks->count, r->layout->Tiles(p.tile_m, p.tile_n));
+  }
+  EXPECT_TRUE(plain) << "the plain kernel stays a candidate for the tuner";
+  KernelParams other = d;
+  other.tile_n = 32;
+  EXPECT_NE(other.Hash(), d.Hash());
+  // A tile the template would reject is an error naming the rule, not an NVRTC failure.
+  KernelParams bad = d;
+  bad.block_size = 1024;  // 512 vectors per phase cannot be spread evenly over 1024 threads
+  auto ks = EmitKernel(*r, bad);
+  ASSERT_FALSE(ks.ok());
+  EXPECT_NE(std::string(ks.status().message()).find("same number of vectors"), std::string::npos) << ks.status();
 }
 
 TEST(EmitKernelTest, KindsWithoutAKernelAreRefusedByName) {

@@ -5,7 +5,9 @@
 // 127, 1000, 1024, 4095, 4097, 8192, 32768, 128256}, rows in {1, 7, 1024}: softmax and
 // log_softmax f32, layer_norm bf16, add + rms_norm f16 with two outputs, cross-entropy bf16
 // with some targets ignored), each row kernel with every KernelParams candidate at a few
-// shapes, and pointwise kernels at sizes that are not multiples of the vector width.
+// shapes, pointwise kernels at sizes that are not multiples of the vector width, and the tiled
+// transpose kernel (templates/layout.cuh) under every candidate: 2-D to 6-D permutes, odd
+// extents, one row or column, f32/f16/bf16, several reads and permutations, rotary embeddings.
 // KILN_SWEEP_MAX_ELEMENTS caps rows * N in the sweep (scripts/gpu-check lowers it under
 // compute-sanitizer, whose slowdown makes the 10^8-element rows too slow).
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "codegen/kernel_params.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
+#include "tests/codegen/layout_cases.h"
 #include "tests/codegen/region_check.h"
 
 namespace kiln {
@@ -247,6 +250,42 @@ TEST_F(RegionGpuTest, PointwiseSizesAndBroadcasts) {
       s: f32[33] = reduce_sum(x) {axes = [0], keep_dims = false}
       return s
     })"));
+}
+
+// Every kernel region of `text` under every KernelParams candidate (the tiled kernel's tiles and
+// vector widths, and the plain kernel), each launched twice with poisoned outputs.
+void CheckEveryCandidate(const std::string& name, const std::string& text) {
+  auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+  ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.status();
+  for (const Region& region : analysis->plan.regions) {
+    if (!HasKernel(region.kind)) continue;
+    for (const KernelParams& params : CandidateParams(region, H100Spec())) {
+      CheckOptions options;
+      options.params = params;
+      testing_gpu::CheckRegion(absl::StrFormat("%s/r%d %s", name, region.id, params.ToString()), *analysis->graph,
+                               region, options);
+    }
+  }
+}
+
+// The tiled transpose kernel's cases (tests/codegen/layout_cases.h): 2-D to 6-D permutes,
+// odd extents, one row, one column, f32/f16/bf16, several reads, under every candidate.
+TEST_F(RegionGpuTest, TiledTransposes) {
+  for (const auto& [name, text] : testing_codegen::TiledLayoutGraphs()) CheckEveryCandidate(name, text);
+}
+
+// Rotary embeddings as ONNX exporters write them (Slice, Neg, Concat, Mul, Add): one kernel.
+TEST_F(RegionGpuTest, RotaryEmbeddingIsOneKernel) {
+  EXPECT_EQ(CheckGraph("rotary_bf16", Parse(R"(graph g(x: bf16[2,4,33,64], c: bf16[33,64], s: bf16[33,64]) {
+      x1: bf16[2,4,33,32] = slice(x) {ends = [2, 4, 33, 32], starts = [0, 0, 0, 0], steps = [1, 1, 1, 1]}
+      x2: bf16[2,4,33,32] = slice(x) {ends = [2, 4, 33, 64], starts = [0, 0, 0, 32], steps = [1, 1, 1, 1]}
+      n: bf16[2,4,33,32] = neg(x2)
+      r: bf16[2,4,33,64] = concat(n, x1) {axis = 3}
+      a: bf16[2,4,33,64] = mul(x, c)
+      b: bf16[2,4,33,64] = mul(r, s)
+      y: bf16[2,4,33,64] = add(a, b)
+      return y
+    })")), 1);
 }
 
 // After every test of the binary (this file's and op_table_gpu_test.cc's): the totals.

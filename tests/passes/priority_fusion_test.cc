@@ -109,22 +109,15 @@ TEST(PriorityFusionTest, TransformerBlockIsLibraryCallsAttentionAndFusedNorms) {
       default: ++other; break;
     }
   }
-  if (AttentionTemplateCovers(*Attention(*testing::LoadExample("transformer_block")))) {
-    EXPECT_EQ(matmul, 4) << Describe(plan);
-    EXPECT_EQ(attention, 1) << Describe(plan);
-    EXPECT_EQ(row, 2) << Describe(plan);      // LN1, LN2
-    EXPECT_EQ(other, 0) << Describe(plan);     // q/k/v slicing folded into attention
-    EXPECT_EQ(plan.num_kernels(), 8);
-  } else {
-    // Lowered before fusion (lower_attention): QK^T and PV are matmuls, the masked softmax a
-    // row kernel, and the head split and merge four layout copies.
-    EXPECT_EQ(matmul, 6) << Describe(plan);
-    EXPECT_EQ(attention, 0) << Describe(plan);
-    EXPECT_EQ(row, 3) << Describe(plan);      // LN1, LN2, softmax
-    EXPECT_EQ(other, 4) << Describe(plan);
-    EXPECT_EQ(plan.num_kernels(), 14);
-  }
+  // The tiled template covers the block's bf16 attention: q/k/v slicing, the head split and
+  // merge fold into it (no layout kernel), and every bias rides on its matmul's epilogue.
+  ASSERT_TRUE(AttentionTemplateCovers(*Attention(*testing::LoadExample("transformer_block"))));
+  EXPECT_EQ(matmul, 4) << Describe(plan);
+  EXPECT_EQ(attention, 1) << Describe(plan);
+  EXPECT_EQ(row, 2) << Describe(plan);        // LN1, LN2
   EXPECT_EQ(pointwise, 1) << Describe(plan);  // gelu_tanh between the MLP matmuls
+  EXPECT_EQ(other, 0) << Describe(plan);
+  EXPECT_EQ(plan.num_kernels(), 8);
   // Every bias and residual add rides on a matmul (cuBLASLt epilogue) or on the pointwise
   // GELU region: no add runs as a kernel of its own.
   for (const Region& r : plan.regions) {
@@ -180,7 +173,8 @@ TEST(PriorityFusionTest, AReductionFusesOnlyWithWhatLiesInItsSpace) {
 }
 
 // At every step the merge taken saves at least as much as every other legal, profitable
-// candidate still live then (none of its regions merged away, not found to be a cycle).
+// candidate still live then (none of its regions merged away, not found to be a cycle); a
+// merge is preferred to a recompute saving less than 1% more.
 TEST(PriorityFusionTest, EveryStepTakesTheLargestLiveSaving) {
   FusionPlan plan = PlanExample("transformer_block");
   std::set<int> gone;
@@ -202,7 +196,8 @@ TEST(PriorityFusionTest, EveryStepTakesTheLargestLiveSaving) {
       bool stale = gone.count(cand->producer_id) > 0;
       for (int c : cand->consumer_ids) stale |= gone.count(c) > 0;
       if (!stale) {
-        EXPECT_GE(r.saved_us() + 1e-9, cand->saved_us()) << "step " << r.step << ": " << k;
+        const double margin = r.mode == "merge" && cand->mode == "recompute" ? 1.01 : 1.0;
+        EXPECT_GE(r.saved_us() * margin + 1e-9, cand->saved_us()) << "step " << r.step << ": " << k;
       }
     }
     gone.insert(r.producer_id);

@@ -176,7 +176,42 @@ extern "C" __global__ void use_layout(const __half* x, __half* y, const long lon
   for (long long i = kiln::GlobalThreadIndex(); i < count; i += kiln::GridStride()) {
     y[i] = x[kiln::GatherIndex(idx[i % 4], 10) * 3 + kiln::ClampIndex(i - 5, 3)];
   }
-})", "use_layout"},
+}
+// A hand-written tiled Body (what codegen/emit_layout.cc generates): y[r, b, a] = x[r, a, b] +
+// w[r, b, a] over [7 x 1000 x 4096] (a = 4096, b = 1000, rest 7), x staged, w read along a;
+// instantiated with 64 x 64 tiles of 8-element vectors and 32 x 32 scalar ones.
+template <class TileT>
+struct Body {
+  using Tile = TileT;
+  static constexpr int kV = Tile::kV;
+  static constexpr long long kA = 4096, kB = 1000;
+  struct Smem { kiln::StagedTile<__nv_bfloat16, Tile> s0; };
+  struct Base { long long f0; };
+  const __nv_bfloat16* __restrict__ x;
+  const __nv_bfloat16* __restrict__ w;
+  __nv_bfloat16* __restrict__ y;
+  __device__ Base Begin(long long rest) const { return Base{rest * kA * kB}; }
+  __device__ void Stage(const Base& base, long long b, long long a, int tb, int ta, Smem& smem) const {
+    kiln::StageVec<kV>(x + base.f0 + a * kB + b, smem.s0, tb, ta);
+  }
+  __device__ void Store(const Base& base, long long b, long long a, int tb, int ta, const Smem& smem) const {
+    float v[kV], o[kV];
+    kiln::LoadVec<__nv_bfloat16, kV>(w + base.f0 + b * kA + a, v);
+    for (int j = 0; j < kV; ++j) o[j] = kiln::ToCompute(smem.s0.Get(tb, ta + j)) + v[j];
+    kiln::StoreVec<__nv_bfloat16, kV>(y + base.f0 + b * kA + a, o);
+  }
+};
+extern "C" __global__ void __launch_bounds__(256) use_tiled(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                                           __nv_bfloat16* y, long long tiles) {
+  using Vector = Body<kiln::TileShape<64, 64, 8, 256, 2>>;
+  kiln::TiledTransposeKernel<Vector, Vector::Tile>(Vector{x, w, y}, tiles);
+}
+extern "C" __global__ void __launch_bounds__(256) use_tiled_scalar(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                                                  __nv_bfloat16* y, long long tiles) {
+  using Scalar = Body<kiln::TileShape<32, 32, 1, 256, 2>>;
+  kiln::TiledTransposeKernel<Scalar, Scalar::Tile>(Scalar{x, w, y}, tiles);
+}
+)", "use_tiled"},
       {"attention.cuh", R"(
 struct Body {
   using T = __half;

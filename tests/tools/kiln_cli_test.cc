@@ -490,6 +490,43 @@ TEST(KilnDumpTest, CodeShowsEveryGeneratedKernel) {
   EXPECT_NE(r.out.find("==== region 1 matmul: runs as cuBLASLt (no generated kernel)"), std::string::npos) << r.out;
 }
 
+// Rotary embeddings as ONNX exporters write them (Slice, Neg, Concat, Mul, Add): one pointwise
+// kernel whose Body is index arithmetic, straight-line (no loop: the template's grid-stride
+// loop is the only one).
+TEST(KilnDumpTest, RotaryEmbeddingIsOneKernelWithoutLoops) {
+  Result r = RunKiln("dump " + Quote((fs::path(KILN_SOURCE_DIR) / "tests/tools/testdata/rotary.json").string()) +
+                     " --code");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("summary: 7 ops -> 1 kernel;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ops (7): q1=slice q2=slice neg_q2=neg q_cos=mul rotated=concat rot_sin=mul q_rope=add"),
+            std::string::npos)
+      << r.out;
+  const size_t body = r.out.find("struct Body {");
+  ASSERT_NE(body, std::string::npos) << r.out;
+  const std::string code = r.out.substr(body, r.out.find("\n};", body) - body);
+  EXPECT_EQ(code.find("for ("), std::string::npos) << code;
+  EXPECT_EQ(code.find("while"), std::string::npos) << code;
+  EXPECT_NE(code.find("kiln::ClampIndex"), std::string::npos) << code;  // the concat as a select
+}
+
+// A transpose feeding an add: one kernel, the tiled one, and the report says what is staged.
+TEST(KilnDumpTest, TransposeFeedingAnAddIsTiled) {
+  fs::path dir = TestDir();
+  WriteText(dir / "t.json", R"({"kiln_graph": 1, "name": "t",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [512, 256]}, {"name": "y", "dtype": "f32", "shape": [256, 512]}],
+    "nodes": [{"name": "t", "op": "transpose", "inputs": ["x"], "attrs": {"perm": [1, 0]}},
+              {"name": "z", "op": "add", "inputs": ["t", "y"]}],
+    "outputs": ["z"]})");
+  Result r = RunKiln("dump " + Quote((dir / "t.json").string()) + " --code");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("summary: 2 ops -> 1 kernel;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  layout: tiled transpose over [256,512] (a = axis 1, b = axis 0): x staged through shared "
+                       "memory, coalesced along b"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("kiln::TiledTransposeKernel<Body, Body::Tile>(body, count);"), std::string::npos) << r.out;
+}
+
 TEST(KilnDumpTest, JsonLinesAndDotFormats) {
   Result lines = RunKiln("dump --format jsonl " + Quote(Example("small/softmax.json")));
   ASSERT_EQ(lines.exit_code, 0) << lines.err;

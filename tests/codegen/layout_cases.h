@@ -1,0 +1,125 @@
+// The graphs of the tiled transpose kernel's tests (templates/layout.cuh, codegen/emit_layout.cc):
+// codegen_layout_nvrtc_test compiles every KernelParams candidate of each, the region GPU test
+// runs every candidate against the interpreter. Cases: a transpose feeding an add in 2-D with
+// odd extents (1, 7, 33, 1000, 4097), one row, one column and extents that allow 16-byte vectors,
+// in f32, f16 and bf16; permutes of 3 to 6 axes (size-1 axes, axes that merge, a transposed
+// reshape, one that keeps the innermost axis); and several reads: two staged through one
+// permutation (mixed dtypes), two permutations, broadcasts along either tile axis, an output
+// written through a transpose, two outputs, dropout after a transpose.
+#ifndef KILN_TESTS_CODEGEN_LAYOUT_CASES_H_
+#define KILN_TESTS_CODEGEN_LAYOUT_CASES_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+
+namespace kiln::testing_codegen {
+
+inline std::vector<std::pair<std::string, std::string>> TiledLayoutGraphs() {
+  std::vector<std::pair<std::string, std::string>> graphs;
+  const char* kTransposeAdd = R"(graph g(x: %s[%d,%d], y: %s[%d,%d]) {
+      t: %s[%d,%d] = transpose(x) {perm = [1, 0]}
+      z: %s[%d,%d] = add(t, y)
+      return z
+    })";
+  for (const char* dtype : {"f32", "f16", "bf16"}) {
+    for (auto [m, n] : {std::pair<int, int>{1, 7}, {7, 1}, {33, 1000}, {1000, 33}, {4097, 7}, {64, 4097}, {256, 512},
+                        {1024, 1000}}) {
+      graphs.push_back({absl::StrFormat("transpose_add_%s_%dx%d", dtype, m, n),
+                        absl::StrFormat(kTransposeAdd, dtype, m, n, dtype, n, m, dtype, n, m, dtype, n, m)});
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> others = {
+      {"permute021_f32_5x33x1000", R"(graph g(x: f32[5,33,1000]) {
+          y: f32[5,1000,33] = transpose(x) {perm = [0, 2, 1]}
+          return y
+        })"},
+      {"permute021_bf16_2x64x128", R"(graph g(x: bf16[2,64,128]) {
+          y: bf16[2,128,64] = transpose(x) {perm = [0, 2, 1]}
+          return y
+        })"},
+      {"permute210_f16_7x9x40", R"(graph g(x: f16[7,9,40]) {
+          y: f16[40,9,7] = transpose(x) {perm = [2, 1, 0]}
+          return y
+        })"},
+      {"nchw_to_nhwc_f16_2x33x7x64", R"(graph g(x: f16[2,33,7,64]) {
+          y: f16[2,7,64,33] = transpose(x) {perm = [0, 2, 3, 1]}
+          return y
+        })"},
+      {"nhwc_to_nchw_bf16_2x16x17x64", R"(graph g(x: bf16[2,16,17,64]) {
+          y: bf16[2,64,16,17] = transpose(x) {perm = [0, 3, 1, 2]}
+          z: bf16[2,64,16,17] = neg(y)
+          return z
+        })"},
+      {"permute3210_f32_3x5x7x9", R"(graph g(x: f32[3,5,7,9]) {
+          y: f32[9,7,5,3] = transpose(x) {perm = [3, 2, 1, 0]}
+          return y
+        })"},
+      {"permute5d_bf16", R"(graph g(x: bf16[3,5,7,33,64]) {
+          t: bf16[5,64,3,33,7] = transpose(x) {perm = [1, 4, 0, 3, 2]}
+          e: bf16[5,64,3,33,7] = exp(t)
+          return e
+        })"},
+      {"permute6d_f32", R"(graph g(x: f32[2,3,4,5,6,7]) {
+          y: f32[7,6,5,4,3,2] = transpose(x) {perm = [5, 4, 3, 2, 1, 0]}
+          return y
+        })"},
+      {"permute6d_unit_axes_f16", R"(graph g(x: f16[2,1,3,1,32,64]) {
+          y: f16[2,1,3,1,64,32] = transpose(x) {perm = [0, 1, 2, 3, 5, 4]}
+          return y
+        })"},
+      {"transposed_reshape_f32", R"(graph g(x: f32[64,8,16]) {
+          r: f32[64,128] = reshape(x) {shape = [64, 128]}
+          y: f32[128,64] = transpose(r) {perm = [1, 0]}
+          return y
+        })"},
+      {"bshd_to_bhsd_bf16_plain", R"(graph g(x: bf16[2,33,4,64]) {
+          y: bf16[2,4,33,64] = transpose(x) {perm = [0, 2, 1, 3]}
+          return y
+        })"},
+      {"two_staged_mixed_dtypes", R"(graph g(x: f32[256,320], w: bf16[256,320]) {
+          tx: f32[320,256] = transpose(x) {perm = [1, 0]}
+          tw: bf16[320,256] = transpose(w) {perm = [1, 0]}
+          cw: f32[320,256] = cast(tw) {dtype = "f32"}
+          s: f32[320,256] = mul(tx, cw)
+          y: bf16[320,256] = cast(s) {dtype = "bf16"}
+          return y
+        })"},
+      {"two_permutations", R"(graph g(x: f32[8,16,40], w: f32[40,8,16]) {
+          tx: f32[40,16,8] = transpose(x) {perm = [2, 1, 0]}
+          tw: f32[40,16,8] = transpose(w) {perm = [0, 2, 1]}
+          y: f32[40,16,8] = sub(tx, tw)
+          return y
+        })"},
+      {"broadcasts", R"(graph g(x: f16[96,200], c: f16[200,1], r: f16[96]) {
+          t: f16[200,96] = transpose(x) {perm = [1, 0]}
+          u: f16[200,96] = mul(t, c)
+          y: f16[200,96] = add(u, r)
+          return y
+        })"},
+      {"output_through_transpose", R"(graph g(a: bf16[130,72], b: bf16[130,72]) {
+          s: bf16[130,72] = add(a, b)
+          y: bf16[72,130] = transpose(s) {perm = [1, 0]}
+          return y
+        })"},
+      {"two_outputs", R"(graph g(x: f32[100,64], y: f32[64,100]) {
+          t: f32[64,100] = transpose(x) {perm = [1, 0]}
+          z: f32[64,100] = add(t, y)
+          e: f32[64,100] = exp(t)
+          return z, e
+        })"},
+      {"dropout_after_transpose", R"(graph g(x: bf16[128,96]) {
+          t: bf16[96,128] = transpose(x) {perm = [1, 0]}
+          d: bf16[96,128] = dropout(t) {offset = 5, p = 0.25, seed = 11}
+          return d
+        })"},
+  };
+  graphs.insert(graphs.end(), others.begin(), others.end());
+  return graphs;
+}
+
+}  // namespace kiln::testing_codegen
+
+#endif  // KILN_TESTS_CODEGEN_LAYOUT_CASES_H_
