@@ -1,5 +1,6 @@
 #include "ir/compare.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
@@ -22,6 +23,15 @@ Tolerance GraphTolerance(DType dtype) {
     case DType::kBF16: return {3e-2, 3e-2};
     default: return {0, 0};
   }
+}
+
+Tolerance OrderTolerance(Tolerance tol, const Tensor& want) {
+  double largest = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double w = std::abs(want.GetF64(i));
+    if (std::isfinite(w)) largest = std::max(largest, w);
+  }
+  return {tol.atol + tol.rtol * largest, tol.rtol};
 }
 
 Comparison Compare(const Tensor& got, const Tensor& want, Tolerance tol) {

@@ -22,6 +22,10 @@ struct Tolerance {
 };
 Tolerance KernelTolerance(DType dtype);
 Tolerance GraphTolerance(DType dtype);
+// `tol` with its absolute part widened to rtol x the largest finite |want|: for two results
+// that add the same terms in different orders (a reduction's rounding scales with the terms,
+// not with a sum that cancels to near zero). The autotuner compares candidates with it.
+Tolerance OrderTolerance(Tolerance tol, const Tensor& want);
 
 struct Comparison {
   int64_t elements = 0;

@@ -155,7 +155,8 @@ class RegionTimer {
         if (c == 0) {
           reference.push_back(std::move(got));
         } else {
-          Comparison cmp = Compare(got, reference[output], KernelTolerance(arg.dtype));
+          const Tensor& want = reference[output];
+          Comparison cmp = Compare(got, want, OrderTolerance(KernelTolerance(arg.dtype), want));
           if (!cmp.ok()) {
             return absl::InternalError(absl::StrCat("autotune: kernel ", ks.name, " (", rc.params[c].ToString(),
                                                     ") writes ", arg.tensor, " differently from the default ",

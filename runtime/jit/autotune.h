@@ -8,8 +8,10 @@
 // for the region's own subgraph (ir/interpreter.h's RandomInputs, so integer indices stay
 // within the axis they index):
 //   * each candidate runs once with its outputs poisoned and must write what the default
-//     writes, within ir/compare.h's KernelTolerance (another block size adds in another
-//     order); one that does not is a compiler bug, returned as an Internal error naming both;
+//     writes, within ir/compare.h's KernelTolerance widened by OrderTolerance (another block
+//     size or split adds in another order: a sum of 16384 f32 terms that cancels to 0.05
+//     differs by 5e-5 between two orders); one that does not is a compiler bug, returned as an
+//     Internal error naming both;
 //   * each candidate is launched `warmup` times, then `reps` times between CUDA events; its
 //     time is the median;
 //   * the fastest wins if it beats the default by more than `min_gain` (a relative margin,
