@@ -132,7 +132,7 @@ class ZooReportTest(unittest.TestCase):
             paths[1].write_text(json.dumps({"device": {"name": "Test GPU"}, "workloads": [c]}))
             out = zoo_py("--report", *paths).stdout
         self.assertEqual(out.strip().splitlines()[-1],
-                         "zoo: 3 workloads, L2 flushed: kiln/floor min 1.25 (a), geomean 1.94 over 2; "
+                         "zoo: 3 workloads, L2 flushed: floor/kiln min 0.33 (b), geomean 0.52 over 2; "
                          "speed-up over torch.compile min 0.50 (b), geomean 1.00 over 2; "
                          "worst prediction error +200% (b: measured 3.00 x predicted)")
         self.assertIn("regions measured above 2 x their prediction: 1\n  b region 0: 25.0 us measured, "
