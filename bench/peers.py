@@ -649,8 +649,9 @@ def check_passes(g, errs):
 
 class Timer:
     """Median of per-call CUDA event times over two rounds of `reps` calls, after `warmup` calls;
-    calls cycle through `arg_sets`; with `flush`, a buffer larger than L2 is zeroed before each
-    call, outside the timed region; with `sync_each`, the host waits for each call's end event
+    calls cycle through `arg_sets`; with `flush`, a buffer larger than L2 is read (an amax
+    reduction) before each call, outside the timed region: a read leaves L2 cold and clean,
+    where zeroing would leave up to an L2 of dirty lines for the timed call to write back; with `sync_each`, the host waits for each call's end event
     before the next call (as kiln bench does), so a call starts on an idle GPU and its launch
     latency is part of its time; without, calls queue back to back."""
 
@@ -670,7 +671,7 @@ class Timer:
             for i in range(self.reps):
                 args = arg_sets[i % n]
                 if self.flush is not None:
-                    self.flush.zero_()
+                    torch.amax(self.flush)
                 starts[i].record()
                 fn(*args)
                 ends[i].record()

@@ -16,8 +16,9 @@ the same thing by construction), or, where users call one torch op for what the 
     python3 bench/zoo.py --report zoo-1.json zoo-2.json zoo-3.json       # one table from shards
 
 Timing (bench/README.md): every repetition starts with a cold L2, for kiln and torch alike: a
-256 MiB buffer (the size triton's do_bench writes) is zeroed on the timed stream before each
-call, outside the CUDA events around it; the host waits for each call; the median is reported.
+256 MiB buffer (the size triton's do_bench uses) is read on the timed stream before each
+call, outside the CUDA events around it (a read leaves L2 clean; zeroing would leave dirty lines
+for the timed call to write back); the host waits for each call; the median is reported.
 torch runs in this process (peers.py's Timer); kiln runs as `kiln bench GRAPH --flush-l2`, whose
 JSON gives its time, its floor (compulsory bytes over the copy bandwidth it measured in its own
 process), its predicted time and every step's prediction and measurement.
@@ -40,7 +41,7 @@ from typing import Callable, Optional
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import peers  # noqa: E402  the graph reader, random inputs, the timer, the reference check, device facts
 
-L2_FLUSH_BYTES = 256 << 20  # triton's do_bench size; `kiln bench --flush-l2` writes the same
+L2_FLUSH_BYTES = 256 << 20  # triton's do_bench size; `kiln bench --flush-l2` reads the same
 SLOW_REGION_FACTOR = 2.0  # regions measured above this many times their prediction are listed
 KILN_TIMEOUT_S = 300
 CLASSES = ("row", "column", "middle", "multi-axis", "softmax", "norm", "permute", "broadcast")
@@ -498,8 +499,8 @@ def method(args):
         "l2": "flushed",
         "l2_flush_bytes": L2_FLUSH_BYTES,
         "timing": "CUDA events around each call, the host waiting for each; before each call, outside the events, "
-                  "a 256 MiB buffer is zeroed on the same stream (kiln: kiln bench --flush-l2; torch: peers.py's "
-                  "Timer); the median",
+                  "a 256 MiB buffer is read on the same stream, leaving L2 cold and clean (kiln: kiln bench "
+                  "--flush-l2; torch: peers.py's Timer, an amax over it); the median",
         "torch_reps": f"{args.warmup} warm-ups, then two rounds of {math.ceil(args.reps / 2)} calls",
         "kiln_reps": f"kiln bench --reps {args.reps} (5 warm-ups){' --no-tune' if args.no_tune else ''}",
         "floor_over_kiln": "kiln floor_us / kiln graph_us, both from kiln bench (its own copy bandwidth): 1.00 is the floor",
@@ -644,7 +645,7 @@ def table_row(rec):
 def print_header(result):
     device = result.get("device") or {}
     print(f"device {device.get('name')}, driver {device.get('driver_version')}, torch {device.get('torch', '-')}, "
-          f"triton {device.get('triton', '-')}; L2 flushed before every call ({L2_FLUSH_BYTES >> 20} MiB written)")
+          f"triton {device.get('triton', '-')}; L2 flushed before every call ({L2_FLUSH_BYTES >> 20} MiB read)")
     copies = [r["kiln"]["copy_gbps"] for r in result["workloads"] if "copy_gbps" in r.get("kiln", {})]
     torch_copy = (result.get("torch_copy") or {}).get("GBps")
     print(f"copy bandwidth: torch copy_ {cell(torch_copy, 0, '.0f')} GB/s in this process; kiln bench "

@@ -1,6 +1,7 @@
 #include "tools/bench_floor.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,15 +19,21 @@ double Median(std::vector<double> v) {
 }
 
 // Every measurement's repetitions, under one L2 policy: when flushing, each repetition is
-// preceded by setting a kL2FlushBytes buffer (cuMemsetD8Async on the legacy stream, which the
-// timed work runs on too) outside its timed region, so that it starts with a cold L2.
+// preceded by the flush kernel reading a kL2FlushBytes buffer (on the legacy stream, which the
+// timed work runs on too) outside its timed region, so that it starts with a cold L2 holding no
+// dirty lines.
 class Repetitions {
  public:
   static absl::StatusOr<Repetitions> Create(bool flush_l2) {
     Repetitions r;
     KILN_ASSIGN_OR_RETURN(r.cu_, LoadCudaDriver());
     if (flush_l2) {
-      KILN_ASSIGN_OR_RETURN(r.flush_, DeviceBuffer::Allocate(kL2FlushBytes));
+      KILN_ASSIGN_OR_RETURN(r.flush_, DeviceBuffer::Allocate(kL2FlushBytes + 16));
+      KILN_CU_RETURN_IF_ERROR(r.cu_->cuMemsetD8(r.flush_.get(), 0, r.flush_.bytes()));
+      CUmodule module;
+      KILN_CU_RETURN_IF_ERROR(r.cu_->cuModuleLoadData(&module, L2FlushPtx()));
+      r.module_ = std::shared_ptr<CUmod_st>(module, [cu = r.cu_](CUmodule m) { cu->cuModuleUnload(m); });
+      KILN_CU_RETURN_IF_ERROR(r.cu_->cuModuleGetFunction(&r.flush_kernel_, module, "kiln_l2_flush_read"));
     }
     return r;
   }
@@ -35,7 +42,7 @@ class Repetitions {
   template <typename Body>
   absl::Status Run(int reps, Body body) const {
     for (int i = 0; i < reps; ++i) {
-      if (flush_.get() != 0) KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8Async(flush_.get(), 0, flush_.bytes(), nullptr));
+      if (flush_.get() != 0) KILN_RETURN_IF_ERROR(Flush());
       KILN_RETURN_IF_ERROR(body());
     }
     return absl::OkStatus();
@@ -73,8 +80,18 @@ class Repetitions {
   }
 
  private:
+  absl::Status Flush() const {
+    CUdeviceptr p = flush_.get(), sink = flush_.get() + kL2FlushBytes;
+    unsigned long long words = kL2FlushBytes / 16;
+    void* args[] = {&p, &words, &sink};
+    KILN_CU_RETURN_IF_ERROR(cu_->cuLaunchKernel(flush_kernel_, 1024, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
+    return absl::OkStatus();
+  }
+
   const CudaDriver* cu_ = nullptr;
   DeviceBuffer flush_;  // empty: warm L2
+  std::shared_ptr<CUmod_st> module_;
+  CUfunction flush_kernel_ = nullptr;
 };
 
 double StepFlops(const Step& s) {
@@ -116,6 +133,51 @@ absl::StatusOr<double> MeasureMatmulTflops(const Repetitions& reps) {
 }
 
 }  // namespace
+
+const char* L2FlushPtx() {
+  return R"(.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry kiln_l2_flush_read(.param .u64 param_p, .param .u64 param_n, .param .u64 param_sink)
+{
+    .reg .pred %done, %hit;
+    .reg .b32 %a<4>, %x, %rtid, %rntid, %rctaid, %rnctaid;
+    .reg .b64 %i, %step, %base, %addr, %sink, %n, %t;
+
+    ld.param.u64 %base, [param_p];
+    ld.param.u64 %n, [param_n];
+    ld.param.u64 %sink, [param_sink];
+    mov.u32 %rtid, %tid.x;
+    mov.u32 %rntid, %ntid.x;
+    mov.u32 %rctaid, %ctaid.x;
+    mov.u32 %rnctaid, %nctaid.x;
+    mul.wide.u32 %i, %rctaid, %rntid;
+    cvt.u64.u32 %t, %rtid;
+    add.u64 %i, %i, %t;
+    mul.wide.u32 %step, %rnctaid, %rntid;
+    mov.u32 %x, 0;
+LOOP:
+    setp.ge.u64 %done, %i, %n;
+    @%done bra END;
+    shl.b64 %addr, %i, 4;
+    add.u64 %addr, %base, %addr;
+    ld.global.cg.v4.u32 {%a0, %a1, %a2, %a3}, [%addr];
+    xor.b32 %x, %x, %a0;
+    xor.b32 %x, %x, %a1;
+    xor.b32 %x, %x, %a2;
+    xor.b32 %x, %x, %a3;
+    add.u64 %i, %i, %step;
+    bra LOOP;
+END:
+    setp.ne.u32 %hit, %x, 1802071150;
+    @%hit bra DONE;
+    st.global.u32 [%sink], %x;
+DONE:
+    ret;
+}
+)";
+}
 
 absl::StatusOr<double> MeasureCopyBandwidth(bool flush_l2, int64_t bytes, int reps) {
   KILN_ASSIGN_OR_RETURN(Repetitions repetitions, Repetitions::Create(flush_l2));
@@ -189,7 +251,7 @@ absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph,
 }
 
 std::string BenchReport::ToText() const {
-  const std::string l2 = l2_flushed ? absl::StrFormat("flushed before each (%d MiB written)", kL2FlushBytes >> 20)
+  const std::string l2 = l2_flushed ? absl::StrFormat("flushed before each (%d MiB read)", kL2FlushBytes >> 20)
                                     : "warm (not flushed between runs)";
   std::string s = absl::StrFormat("bench %s on %s (%s, driver %d), median of %d runs, L2 %s\n", graph, device, arch,
                                   driver_version, reps, l2);

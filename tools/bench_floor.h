@@ -10,9 +10,11 @@
 //   step times      median over `reps` runs with an event after every step
 //   L2 policy       warm (the default): repetitions follow each other, so a graph whose bytes fit
 //                   in L2 runs from it; flushed: before every repetition of every measurement
-//                   above (warm-ups included), a 256 MiB buffer (the size triton's do_bench
-//                   writes) is set with cuMemsetD8Async on the timed stream, outside the timed
-//                   region, so every repetition starts with a cold L2
+//                   above (warm-ups included), a kernel reads a 256 MiB buffer (the size triton's
+//                   do_bench uses) on the timed stream, outside the timed region, so every
+//                   repetition starts with a cold and clean L2. Reading, not writing: a buffer
+//                   set with memset leaves up to an L2 of dirty lines that the timed work then
+//                   writes back (measured: a 67 MB column sum took 43 us for a 22 us floor)
 #ifndef KILN_TOOLS_BENCH_FLOOR_H_
 #define KILN_TOOLS_BENCH_FLOOR_H_
 
@@ -35,8 +37,12 @@ struct BenchStep {
   double flops = 0;
 };
 
-// The bytes written before each repetition when flushing L2: triton's do_bench size.
+// The bytes read before each repetition when flushing L2: triton's do_bench size.
 inline constexpr int64_t kL2FlushBytes = int64_t{256} << 20;
+// The flush: PTX (the driver compiles it; no NVRTC) of kiln_l2_flush_read(p, n, sink), which
+// reads n 16-byte words of p with ld.global.cg, grid-stride, and stores their xor to sink only
+// if it equals a value a zeroed buffer never gives (so the loads cannot be removed).
+const char* L2FlushPtx();
 // The copy-bandwidth measurement: the median of this many copies of this many bytes.
 inline constexpr int64_t kCopyBandwidthBytes = int64_t{1} << 30;
 inline constexpr int kCopyBandwidthReps = 20;

@@ -57,8 +57,9 @@ outputs) over that bandwidth, or FLOPs over that rate if larger, and time / floo
 flags:
   --reps N       timed repetitions (default 50)
   --flush-l2     start every repetition with a cold L2: before each one (of every measurement,
-                 warm-ups included) write a 256 MiB buffer (the size triton's do_bench writes)
-                 with cuMemsetD8Async on the timed stream, outside the timed region. Without it
+                 warm-ups included) read a 256 MiB buffer (the size triton's do_bench uses) on
+                 the timed stream, outside the timed region (a read leaves no dirty lines for
+                 the timed work to write back). Without it
                  repetitions run back to back, and a graph that fits in L2 (50 MB on H100) runs
                  from it. The text and JSON ("l2": "flushed" or "warm") say which was used.
   --json FILE    also write the figures as JSON (bench/results/ keeps these)
