@@ -214,16 +214,18 @@ int Graph::RemoveDeadNodes() {
     if (!live.insert(node).second) continue;
     for (Node* operand : node->operands_) stack.push_back(operand);
   }
-  int removed = 0;
-  // Walk from the newest node back so users are detached before their operands.
-  for (auto it = storage_.rbegin(); it != storage_.rend(); ++it) {
-    Node* node = it->get();
+  // Detach every dead node first, free them after: storage order is not topological once
+  // rewrites have added nodes (a dead operand stored after its dead user), so freeing while
+  // walking would let a later Detach touch a freed operand.
+  std::vector<std::unique_ptr<Node>*> dead;
+  for (std::unique_ptr<Node>& slot : storage_) {
+    Node* node = slot.get();
     if (node == nullptr || live.contains(node) || node->op_ == OpKind::kInput) continue;
     Detach(node);
-    it->reset();
-    ++removed;
+    dead.push_back(&slot);
   }
-  return removed;
+  for (std::unique_ptr<Node>* slot : dead) slot->reset();
+  return static_cast<int>(dead.size());
 }
 
 std::string Graph::FreshName(const std::string& prefix) const {

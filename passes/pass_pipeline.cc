@@ -78,6 +78,11 @@ absl::StatusOr<std::vector<PassRecord>> PassPipeline::Run(Graph& graph, const De
                                                      "\"; valid names are ", absl::StrJoin(known, ", ")));
     }
   }
+  // The graph a user brings is verified before any pass runs: an invalid one (no outputs, a
+  // shape that disagrees) is their error, reported as such, not a pass's broken invariant.
+  if (absl::Status verified = Verify(graph); !verified.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid graph: ", verified.message()));
+  }
   std::vector<PassRecord> records;
   int index = 0;
   for (const auto& pass : passes_) {

@@ -198,3 +198,30 @@ TEST(GraphTest, ClonePreservesPrintingAndIsIndependent) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A rewrite can leave a dead user stored before its dead operand (here b, created before c,
+// is pointed at c). Removing dead nodes must not touch a freed operand while detaching a user
+// (issue 15: a heap-use-after-free under AddressSanitizer, silent in a release build).
+TEST(GraphTest, RemoveDeadNodesWhenADeadOperandIsStoredAfterItsUser) {
+  Graph g;
+  Node* x = *g.AddInput("x", DType::kF32, Shape{4});
+  Node* a = *g.AddNode(OpKind::kNeg, {x}, {}, "a");
+  Node* b = *g.AddNode(OpKind::kExp, {a}, {}, "b");
+  Node* c = *g.AddNode(OpKind::kAbs, {x}, {}, "c");
+  Node* y = *g.AddNode(OpKind::kRelu, {x}, {}, "y");
+  g.ReplaceOperand(b, 0, c);  // b (stored second) now reads c (stored third)
+  ASSERT_TRUE(g.AddOutput(y).ok());
+  EXPECT_EQ(g.RemoveDeadNodes(), 3);  // a, b, c
+  EXPECT_EQ(g.num_nodes(), 2);
+  EXPECT_EQ(g.FindNode("b"), nullptr);
+  EXPECT_EQ(g.FindNode("c"), nullptr);
+  // x's user list holds only live nodes.
+  ASSERT_EQ(x->users().size(), 1u);
+  EXPECT_EQ(x->users()[0], y);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -29,6 +29,18 @@ TEST(PassPipelineTest, DefaultPipelineDecomposesAndRecordsEveryPass) {
   EXPECT_NE(PrintGraph(*g).find("return s\n"), std::string::npos) << "the output keeps its name";
 }
 
+// A graph the user brings is verified before any pass (issue 15: a JSON graph with no
+// outputs made `kiln dump` abort inside a pass; `kiln check` said what was wrong).
+TEST(PassPipelineTest, AnInvalidGraphIsRefusedBeforeAnyPass) {
+  Graph g("no_outputs");
+  ASSERT_TRUE(g.AddInput("x", DType::kF32, Shape{4}).ok());
+  DebugOptions options;
+  auto records = DefaultPipeline().Run(g, options);
+  ASSERT_FALSE(records.ok());
+  EXPECT_EQ(records.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(records.status().message().find("has no outputs"), std::string::npos) << records.status();
+}
+
 TEST(PassPipelineTest, DisabledPassDoesNotRun) {
   auto g = testing::Parse(kSoftmax);
   DebugOptions options;
