@@ -78,6 +78,16 @@ absl::Status CountMatches(int64_t have, int64_t want, const char* field) {
       absl::StrCat(field, " has ", have, " values but the dims hold ", want));
 }
 
+// The typed field of `proto`'s type: its name and how many values it holds.
+std::pair<const char*, int64_t> TypedField(const TensorProto& proto) {
+  switch (proto.data_type()) {
+    case TensorProto::FLOAT: return {"float_data", proto.float_data_size()};
+    case TensorProto::DOUBLE: return {"double_data", proto.double_data_size()};
+    case TensorProto::INT64: return {"int64_data", proto.int64_data_size()};
+    default: return {"int32_data", proto.int32_data_size()};
+  }
+}
+
 // Typed-field storage: float_data, int32_data (also f16/bf16 bits and bools), int64_data,
 // double_data.
 absl::Status FromTypedFields(const TensorProto& proto, Tensor& out) {
@@ -263,16 +273,29 @@ absl::StatusOr<Tensor> TensorFromOnnx(const TensorProto& proto, const std::strin
     return Unsupported("segmented tensors are not supported", "segmented tensor");
   }
   KILN_ASSIGN_OR_RETURN(Shape shape, DimsOf(proto));
-  Tensor out(dtype, shape);
+  const int64_t n = NumElements(shape);
   const int64_t elem = type == TensorProto::DOUBLE ? 8 : ByteSize(dtype);
+  // The data must be there before the tensor is allocated: dims are the file's word, and a
+  // small file can claim 2^40 elements (a std::bad_alloc abort before this check).
   if (proto.data_location() == TensorProto::EXTERNAL) {
-    KILN_ASSIGN_OR_RETURN(std::string bytes, ReadExternal(proto, model_dir, out.num_elements() * elem));
+    KILN_ASSIGN_OR_RETURN(std::string bytes, ReadExternal(proto, model_dir, n * elem));
+    Tensor out(dtype, shape);
     KILN_RETURN_IF_ERROR(FromBytes(bytes.data(), bytes.size(), type, out));
-  } else if (proto.has_raw_data()) {
-    KILN_RETURN_IF_ERROR(FromBytes(proto.raw_data().data(), proto.raw_data().size(), type, out));
-  } else {
-    KILN_RETURN_IF_ERROR(FromTypedFields(proto, out));
+    return out;
   }
+  if (proto.has_raw_data()) {
+    if (static_cast<int64_t>(proto.raw_data().size()) != n * elem) {
+      return absl::InvalidArgumentError(absl::StrCat("data has ", proto.raw_data().size(), " bytes but ",
+                                                     OnnxTypeName(type), ShapeToString(shape), " needs ", n * elem));
+    }
+    Tensor out(dtype, shape);
+    KILN_RETURN_IF_ERROR(FromBytes(proto.raw_data().data(), proto.raw_data().size(), type, out));
+    return out;
+  }
+  const auto [field, count] = TypedField(proto);
+  KILN_RETURN_IF_ERROR(CountMatches(count, n, field));
+  Tensor out(dtype, shape);
+  KILN_RETURN_IF_ERROR(FromTypedFields(proto, out));
   return out;
 }
 

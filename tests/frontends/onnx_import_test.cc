@@ -168,6 +168,38 @@ TEST(OnnxImportTest, InitializerDataThatDoesNotFillItsDimsIsAnError) {
   EXPECT_THAT(s.message(), HasSubstr("initializer \"w\": float_data has 5 values but the dims hold 6"));
 }
 
+// Dims are the file's word: a few bytes may claim 2^39 elements. The data is checked against
+// them before anything is allocated (issue 15: std::bad_alloc and an abort, exit 134).
+TEST(OnnxImportTest, HugeInitializerDimsAreRefusedBeforeAllocating) {
+  const fs::path dir = TempDir();
+  for (bool raw : {false, true}) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    onnx::GraphProto* g = m.mutable_graph();
+    g->set_name("g");
+    onnx::TensorProto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(int64_t{1} << 20);
+    w->add_dims(int64_t{1} << 19);
+    if (raw) {
+      w->set_raw_data(std::string(4, '\0'));
+    } else {
+      w->add_float_data(1.0f);
+    }
+    onnx::ValueInfoProto* out = g->add_output();
+    out->set_name("w");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    const fs::path path = dir / (raw ? "huge_raw.onnx" : "huge_typed.onnx");
+    std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+    absl::Status s = ImportStatus(path);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr("initializer \"w\""));
+    EXPECT_THAT(s.message(), HasSubstr(raw ? "needs 2199023255552" : "the dims hold 549755813888"));
+  }
+}
+
 TEST(OnnxImportTest, UnsupportedOpListsTheClosestSupportedOnes) {
   absl::Status s = ImportStatus(kData / "errors/unsupported_op.onnx");
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
