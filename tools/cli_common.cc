@@ -65,12 +65,9 @@ LoadedGraph LoadAndVerify(const std::string& command, const std::string& path, c
   }
   absl::StatusOr<std::unique_ptr<Graph>> graph = LoadGraph(path, options);
   if (!graph.ok()) {
-    if (absl::IsUnimplemented(graph.status())) {
-      std::cerr << "kiln " << command << ": " << graph.status().message() << "\n";
-      loaded.exit_code = kExitFailure;
-    } else {
-      loaded.exit_code = Error(command, std::string(graph.status().message()), kExitUsage);
-    }
+    // Whatever the file holds that kiln cannot take (malformed, or an op or domain kiln does
+    // not support) is bad input for every command alike: exit 2, one message.
+    loaded.exit_code = Error(command, std::string(graph.status().message()), kExitUsage);
     return loaded;
   }
   if (absl::Status status = Verify(**graph); !status.ok()) {

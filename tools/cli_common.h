@@ -35,8 +35,9 @@ struct LoadedGraph {
   std::unique_ptr<Graph> graph;
   int exit_code = kExitOk;
 };
-// Import errors are bad input (exit 2); a format not built (kUnimplemented) is exit 1. Reads
-// the --shape flag from `args` when present.
+// Loads and verifies GRAPH for `command`. Every import or verify error (malformed, or an op
+// or domain kiln does not take) is bad input: exit 2 with the same message from every command
+// (issue 15's contract: bad input 2, GPU or runtime failure 1). Reads --shape from `args`.
 LoadedGraph LoadAndVerify(const std::string& command, const std::string& path, const ParsedArgs* args = nullptr);
 
 // Exactly one positional argument, the graph.

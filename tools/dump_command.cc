@@ -70,15 +70,9 @@ int DumpCommand(const std::vector<std::string>& args) {
   if (parsed->values.count("device")) options.device = parsed->values.at("device");
   options.keep_pass_snapshots = parsed->values.count("after") > 0;
 
-  LoadOptions load;
-  if (parsed->values.count("shape")) {
-    auto shapes = ParseShapeFlag(parsed->values.at("shape"));
-    if (!shapes.ok()) return Fail(std::string(shapes.status().message()), 2);
-    load.shapes = *shapes;
-  }
-  absl::StatusOr<std::unique_ptr<Graph>> graph = LoadGraph(parsed->positional[0], load);
-  if (!graph.ok()) return Fail(std::string(graph.status().message()), 2);
-  absl::StatusOr<Analysis> analysis = Analyze(std::move(*graph), options);
+  LoadedGraph loaded = LoadAndVerify("dump", parsed->positional[0], &*parsed);
+  if (loaded.graph == nullptr) return loaded.exit_code;
+  absl::StatusOr<Analysis> analysis = Analyze(std::move(loaded.graph), options);
   if (!analysis.ok()) {
     bool user = analysis.status().code() == absl::StatusCode::kInvalidArgument;
     return Fail(std::string(analysis.status().message()), user ? 2 : 1);

@@ -247,8 +247,9 @@ TEST(KilnCliTest, CompileLedgerHasTheLoweredRecords) {
     with_registers += line.find("\"registers\":") != std::string::npos;
   }
   EXPECT_GT(decisions, 10);
-  // The block's regions: attention (no template in this build) lowered before fusion into 2
-  // more matmuls, a softmax row kernel and 4 layout copies for the head split and merge.
+  // The small block's regions: its attention (head dim 10, not a multiple of 8: no tiled
+  // template) lowered before fusion into 2 more matmuls, a softmax row kernel and 4 layout
+  // copies for the head split and merge.
   EXPECT_EQ(lowered, 14);
   EXPECT_EQ(library, 6);
   EXPECT_EQ(with_registers, 8);  // every generated kernel reports its registers
@@ -633,6 +634,39 @@ TEST(KilnDumpTest, SvgRendersWhenGraphvizIsInstalled) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("<svg"), std::string::npos);
   EXPECT_NE(text.find("region 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// One exit-code contract for every command that reads a graph (issue 15): bad input is exit 2
+// with the same message, whichever command read the file.
+TEST(KilnCliTest, BadInputIsExitTwoWithOneMessageFromEveryCommand) {
+  fs::path dir = TestDir();
+  WriteText(dir / "no_outputs.json",
+            R"({"kiln_graph": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}], "outputs": []})");
+  WriteText(dir / "malformed.json", R"({"kiln_graph": 1, "nodes": [)");
+  WriteText(dir / "unknown_op.json", R"({"kiln_graph": 1, "inputs": [{"name": "x", "dtype": "f32", "shape": [4]}],
+      "nodes": [{"name": "y", "op": "frobnicate", "inputs": ["x"]}], "outputs": ["y"]})");
+  const std::string unsupported_domain =
+      (fs::path(KILN_SOURCE_DIR) / "tests/frontends/onnx_testdata/errors/unknown_domain.onnx").string();
+  for (const std::string& file : {(dir / "no_outputs.json").string(), (dir / "malformed.json").string(),
+                                  (dir / "unknown_op.json").string(), unsupported_domain}) {
+    std::string first_message;
+    for (const std::string command : {"check", "dump", "compile"}) {
+      const std::string extra = command == "compile" ? " --arch sm_90a -o " + Quote((dir / "x.kiln").string()) : "";
+      Result r = RunKiln(command + " " + Quote(file) + extra);
+      EXPECT_EQ(r.exit_code, 2) << command << " " << file << ": " << r.err;
+      const std::string prefix = "kiln " + command + ": error: ";
+      ASSERT_EQ(r.err.rfind(prefix, 0), 0u) << command << " " << file << ": " << r.err;
+      const std::string message = r.err.substr(prefix.size());
+      if (first_message.empty()) first_message = message;
+      EXPECT_EQ(message, first_message) << command << " " << file;
+    }
+  }
 }
 
 }  // namespace
