@@ -6,7 +6,7 @@
 // index tensor).
 // Values and indices are memoised per scope, so a value used twice at one index is computed once.
 // Vectorised form (pointwise regions of pointwise ops and broadcasts only, every output the
-// full space): i counts vectors; inputs are loaded as V-wide vectors (or once per vector when
+// full space; other regions vectorise through their layout plan, emit_vector.cc): i counts vectors; inputs are loaded as V-wide vectors (or once per vector when
 // their innermost axis is broadcast) and outputs stored as vectors. Either the innermost extent
 // is a multiple of V (a vector never crosses a row), or every input is the full space or a
 // single element (the tensors are flat: a vector may cross rows), and a scalar loop finishes
@@ -361,6 +361,10 @@ absl::StatusOr<KernelSource> EmitElementwiseKernel(const Region& region, const K
   // A region that stages a transposed read runs the tiled kernel when the params name a tile
   // (DefaultParams does; the plain kernel stays a tuning candidate).
   if (region.layout != nullptr && region.layout->tiled() && params.tile_m > 0) return EmitTiledKernel(region, params);
+  // A region the broadcast-only form below does not vectorise may run the layout plan's vectors.
+  if (region.layout != nullptr && params.vector_width > 1 && params.vector_width <= region.layout->plain_vector) {
+    return EmitVectorKernel(region, params);
+  }
   ElementwiseEmitter e(region, params);
   return e.Emit();
 }

@@ -4,7 +4,9 @@
 // entry that calls its kind's kernel template with the launch shape of its KernelParams:
 //   pointwise, layout   emit_elementwise.cc -> templates/pointwise.cuh PointwiseKernel, or when
 //                       the region's LayoutPlan stages a transposed read and the params name a
-//                       tile, emit_layout.cc -> templates/layout.cuh TiledTransposeKernel
+//                       tile, emit_layout.cc -> templates/layout.cuh TiledTransposeKernel, or
+//                       when its plan allows the params' vector width outside the broadcast-only
+//                       form, emit_vector.cc -> PointwiseKernel (passes/fusion/plain_vector.h)
 //   row_reduction       emit_reduce.cc      -> templates/row_reduce.cuh RowKernel
 //   column_reduction    emit_reduce.cc      -> templates/column_reduce.cuh ColumnKernel
 //   attention           emit_attention.cc   -> templates/attention.cuh AttentionKernel
@@ -30,6 +32,7 @@ namespace codegen_internal {
 absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitElementwiseKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitTiledKernel(const Region& region, const KernelParams& params);
+absl::StatusOr<KernelSource> EmitVectorKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitReduceKernel(const Region& region, const KernelParams& params);
 }  // namespace codegen_internal
 

@@ -150,6 +150,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.block_size = 256;
     const bool flat = region.kind == RegionKind::kPointwise && IsFlat(region);
     p.vector_width = VectorWidthFor(region, flat ? 0 : s.empty() ? 1 : s.back());
+    if (region.layout != nullptr && region.layout->plain_vector > 1) p.vector_width = region.layout->plain_vector;
     return p;
   }
   // Rows start anywhere (the row kernel takes a head and a tail one element at a time), so

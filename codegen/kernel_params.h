@@ -61,7 +61,8 @@ absl::Status ValidateParams(const KernelParams& params);
 
 // The heuristic default for `region` on `device`:
 //  * elementwise kinds: 256 threads, vector = 16 bytes / the smallest element size among the
-//    region's inputs and outputs (at most 8), halved until it divides the innermost extent.
+//    region's inputs and outputs (at most 8), halved until it divides the innermost extent; or
+//    the LayoutPlan's plain_vector where it has one (passes/fusion/plain_vector.h).
 //  * row reductions: vector as above (any N: rows have a head and a tail); the blocks per row
 //    (split) and whether the row fits on chip are the region's RowFit (the cost model's rule,
 //    passes/cost/row_fit.h); rows (or shares of a split row) of at most 1024 elements go one

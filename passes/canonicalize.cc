@@ -26,6 +26,21 @@ Node* Rewrite(Graph& graph, Node* node) {
       }
       for (int64_t& a : axes) a = a < 0 ? a + rank : a;
       std::sort(axes.begin(), axes.end());
+      // Axes of extent 1 reduce nothing: a reduction over only such axes is its operand (sum,
+      // mean, max and min of one element are the element; reductions keep the dtype) laid out
+      // as the result, a reshape (a view, or a copy fused into its neighbours); the others are
+      // dropped from the axes (keeping them as 1s, as keep_dims would).
+      const Shape& in = operand(0)->shape();
+      std::vector<int64_t> kept_axes;
+      for (int64_t a : axes) {
+        if (in[a] != 1) kept_axes.push_back(a);
+      }
+      if (kept_axes.empty()) return rw.Add(OpKind::kReshape, {operand(0)}, {{"shape", node->shape()}});
+      if (kept_axes.size() != axes.size()) {
+        Node* reduced = rw.Add(op, {operand(0)}, {{"axes", kept_axes}, {"keep_dims", true}});
+        return reduced->shape() == node->shape() ? reduced
+                                                 : rw.Add(OpKind::kReshape, {reduced}, {{"shape", node->shape()}});
+      }
       // Axes in several runs (sum over (0, 2) of [A, B, C]): reduce the last run (keeping its
       // axes as 1s), then the rest, so that every reduction covers one run of adjacent axes
       // [outer | reduced | inner] (passes/fusion/reduce_placement.h). A mean of equal-sized

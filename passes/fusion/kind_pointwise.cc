@@ -74,6 +74,15 @@ RunTimeEstimate PricePointwise(const Region& region, const DeviceSpec& device) {
   return e;
 }
 
-RunTimeEstimate PriceView(const Region& region, const DeviceSpec& device) { return RunTimeEstimate{}; }
+// A view aliases its input, except where its output is a graph output: the caller's buffer is
+// filled by a device-to-device copy (runtime/jit/lower.cc LowerView), one launch at the copy
+// bandwidth.
+RunTimeEstimate PriceView(const Region& region, const DeviceSpec& device) {
+  RunTimeEstimate e;
+  if (region.returned_bytes == 0) return e;
+  e.bytes_read = e.bytes_written = region.returned_bytes;
+  FinishEstimate(device, device.f32_flops_per_us, device.dram_bytes_per_us, 1, e);
+  return e;
+}
 
 }  // namespace kiln::kinds

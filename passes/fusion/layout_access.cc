@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/dtype.h"
+#include "passes/fusion/plain_vector.h"
 
 namespace kiln {
 namespace {
@@ -37,6 +38,19 @@ AffineIndex BroadcastIndexOf(const Shape& from, const Shape& to, const AffineInd
   return out;
 }
 
+int ConcatAxis(const Node& concat) {
+  const int64_t axis = concat.attrs().GetInt("axis");
+  return static_cast<int>(axis < 0 ? axis + static_cast<int64_t>(concat.shape().size()) : axis);
+}
+
+// Each piece's first coordinate along the concat axis, then the axis extent.
+std::vector<int64_t> ConcatStarts(const Node& concat) {
+  const int axis = ConcatAxis(concat);
+  std::vector<int64_t> starts = {0};
+  for (const Node* piece : concat.operands()) starts.push_back(starts.back() + piece->shape()[axis]);
+  return starts;
+}
+
 int64_t PowerOfTwoCeil(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -63,6 +77,11 @@ class Walker {
     if (n->op() == OpKind::kIota || n->category() == OpCategory::kRandom) {
       forms.push_back(LinearForm(at, n->shape(), space_));  // the element index they compute with
     }
+    if (n->op() == OpKind::kConcat) {  // the piece it selects follows its axis coordinate
+      const AffineForm& coord = at[ConcatAxis(*n)];
+      forms.push_back(coord);
+      selects.push_back({n, coord, ConcatStarts(*n)});
+    }
     for (int k = 0; k < n->num_operands(); ++k) {
       const Node* o = n->operand(k);
       if (IsInlinedConstant(o)) continue;
@@ -70,7 +89,7 @@ class Walker {
       if (!oi) {
         failure = n->op() == OpKind::kReshape
                       ? absl::StrCat("reshape ", n->name(), " re-splits the space's index with a carry")
-                      : absl::StrCat(n->name(), " (", OpName(n->op()), ") selects or looks up its elements");
+                      : absl::StrCat(n->name(), " (", OpName(n->op()), ") looks up its elements");
         return false;
       }
       if (!Visit(o, *oi)) return false;
@@ -80,6 +99,8 @@ class Walker {
 
   std::vector<std::pair<const Node*, AffineForm>> reads;
   std::vector<AffineForm> forms;
+  std::vector<ConcatSelect> selects;  // over the space, not canonical yet
+  std::vector<AffineForm> stores;     // each output's, over the space
   std::string failure;
   AxisSplit split;  // set when a reshape needs a space axis split
 
@@ -205,8 +226,14 @@ std::optional<AffineIndex> OperandIndexRaw(const Node& n, int k, const AffineInd
       }
       return out;
     }
+    case OpKind::kConcat: {
+      const int axis = ConcatAxis(n);
+      AffineIndex out = at;
+      out[axis].offset -= ConcatStarts(n)[k];
+      return out;
+    }
     default:
-      return std::nullopt;  // concat, gather
+      return std::nullopt;  // gather
   }
 }
 
@@ -314,6 +341,7 @@ std::shared_ptr<const LayoutPlan> PlanLayout(const Region& region) {
       std::optional<AffineIndex> at = OutputIndex(*o, plan->space, &walker->split);
       if (at) {
         walker->forms.push_back(LinearForm(*at, o->shape(), plan->space));
+        walker->stores.push_back(walker->forms.back());
       } else if (walker->split.axis < 0) {
         walker->failure = absl::StrCat("output ", o->name(), " ", ShapeToString(o->shape()),
                                        " is not laid out as the space ", ShapeToString(region.space));
@@ -373,6 +401,18 @@ std::shared_ptr<const LayoutPlan> PlanLayout(const Region& region) {
       transposed_bytes[r.unit_axis] += count * ByteSize(input->dtype());
     }
     plan->reads.push_back(std::move(r));
+  }
+  for (const AffineForm& f : walker->stores) plan->stores.push_back(plan->Canonical(f));
+  for (ConcatSelect select : walker->selects) {
+    select.coord = plan->Canonical(select.coord);
+    plan->selects.push_back(std::move(select));
+  }
+  plan->plain_vector = PlainVectorWidth(region, *plan);
+  if (!plan->selects.empty()) {
+    plan->affine = false;
+    plan->why_plain = absl::StrCat(plan->selects.front().concat->name(),
+                                   " (concat) selects its pieces: the tiled kernel stages no selection");
+    return plan;
   }
   if (transposed_bytes.empty()) {
     plan->why_plain = absl::StrCat("nothing to stage: no read has a unit-stride axis other than a and ", kStageWaste,

@@ -9,8 +9,10 @@
 // position its users give it. Through pointwise broadcasts, broadcast_to, transpose, slice and
 // reshape that position stays affine in c: coordinate k of a node is offset_k + sum_d coeff_kd c_d
 // (a reshape re-splits a linear index into digits, which stays affine when no digit carries). So
-// every input is read at an affine form of c. Concat and gather select and look up: a region
-// holding one is not affine and runs the plain kernel.
+// every input is read at an affine form of c. A concat evaluates piece k at its position shifted
+// by the piece's start along the axis (affine too), and selects the piece by its axis coordinate
+// (a ConcatSelect): such a region is not `affine` (the tiled kernel does not select) but its
+// reads have forms. Gather looks up its elements: a region holding one runs the plain kernel.
 //
 // A reshape can need a space axis split (a transpose of [N,H,W,C] read as [N,H*W,C] needs the
 // space's H*W axis as H and W): the walk then restarts on the refined space, which has the same
@@ -75,13 +77,21 @@ struct AxisSplit {
 // names the split of a space axis that would help, when one would).
 std::optional<AffineIndex> DigitsOf(const AffineForm& linear, const Shape& shape, const Shape& space,
                                     AxisSplit* split = nullptr);
-// Where `n`, evaluated at `at`, reads its operand k (nullopt for concat and gather, and for a
-// reshape whose digits carry). Axes of extent 1 get the zero form.
+// Where `n`, evaluated at `at`, reads its operand k (a concat's piece k: where the piece is
+// selected; nullopt for gather, and for a reshape whose digits carry). Axes of extent 1 get the
+// zero form.
 std::optional<AffineIndex> OperandIndex(const Node& n, int k, const AffineIndex& at, const Shape& space,
                                         AxisSplit* split = nullptr);
 // Where an output of the space's element count is evaluated at a point of the space (nullopt
 // when its shape re-splits the space's linear index with a carry).
 std::optional<AffineIndex> OutputIndex(const Node& output, const Shape& space, AxisSplit* split = nullptr);
+
+// A concat evaluated at some point: it selects piece k where starts[k] <= coord < starts[k + 1].
+struct ConcatSelect {
+  const Node* concat = nullptr;
+  AffineForm coord;             // its axis coordinate (canonical in a LayoutPlan)
+  std::vector<int64_t> starts;  // each piece's first coordinate, then the axis extent
+};
 
 enum class ReadKind { kAlong, kBroadcast, kTransposed, kStrided, kStaged };
 const char* ReadKindName(ReadKind kind);
@@ -102,7 +112,7 @@ inline constexpr double kStageWaste = 2.0;
 inline constexpr int64_t kStagedSmemBytes = 48 * 1024;
 
 struct LayoutPlan {
-  bool affine = false;               // every read is an affine map of the space
+  bool affine = false;               // every read is an affine map of the space, no concat selects
   Shape space;                       // the region's space, axes split where a reshape needs it:
                                      // the axes the forms are written over (walk with this one)
   std::string why_plain;             // why the plain kernel runs (empty when tiled)
@@ -110,6 +120,9 @@ struct LayoutPlan {
   std::vector<std::vector<int>> groups;  // the region space's axes in each canonical axis
   int a = -1, b = -1;                // tile axes (b = -1: not tiled)
   std::vector<LayoutRead> reads;     // one per distinct (input, form)
+  std::vector<AffineForm> stores;    // each output's store address (region.outputs order), canonical
+  std::vector<ConcatSelect> selects; // every concat evaluation, canonical
+  int plain_vector = 1;              // the plain kernel's widest vector (plain_vector.h); 1: none
   int max_vector = 1;                // the widest vector (elements) the tiled kernel may use
   int staged_bytes = 0;              // the largest staged element
 

@@ -64,6 +64,7 @@ Region DescribeRegion(int id, const std::vector<Node*>& nodes, const Graph& grap
       return reads_from_memory ? reads_from_memory(n, u) : !members.contains(u);
     });
     if (external_user || graph_outputs.contains(n)) r.outputs.push_back(n);
+    if (graph_outputs.contains(n)) r.returned_bytes += n->num_bytes();
     switch (n->category()) {
       case OpCategory::kMatmul: has_matmul = true; break;
       case OpCategory::kAttention: has_attention = true; break;

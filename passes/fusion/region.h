@@ -51,6 +51,7 @@ struct Region {
   // The region's iteration shape: the largest output (pointwise, layout), the reduction input
   // (reductions), the largest node (the others).
   Shape space;
+  int64_t returned_bytes = 0;  // bytes of its outputs that are graph outputs (a view copies them)
 
   // The kind's analysis (set for the kinds that have one; shared, immutable, so copying a
   // Region is cheap). `placed` says whether the kind's template can run these nodes at all:

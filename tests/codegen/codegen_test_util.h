@@ -72,7 +72,7 @@ inline std::vector<SmallCase> SmallCases() {
             z = add(t, y)
             return z
           })"},
-      {"layout_permute_bshd",  // [B,S,H,D] -> [B,H,S,D] keeps the innermost axis: the plain kernel
+      {"layout_permute_bshd",  // [B,S,H,D] -> [B,H,S,D] keeps the innermost axis: 16-byte vectors, divisions once per vector
        R"(graph permute_bshd(x: bf16[2,8,4,16]) {
             y = transpose(x) {perm = [0, 2, 1, 3]}
             return y
@@ -82,9 +82,32 @@ inline std::vector<SmallCase> SmallCases() {
             y = transpose(x) {perm = [0, 2, 1]}
             return y
           })"},
-      {"layout_permute_102",  // [M,N,K] -> [N,M,K] keeps the innermost axis: the plain kernel
+      {"layout_permute_102",  // [M,N,K] -> [N,M,K] keeps the innermost axis: 16-byte vectors, divisions once per vector
        R"(graph permute_102(x: f32[5,6,32]) {
             y = transpose(x) {perm = [1, 0, 2]}
+            return y
+          })"},
+      {"layout_concat_rows",  // concat along a non-innermost axis: the piece is the same for a vector
+       R"(graph concat_rows(a: bf16[3,16], b: bf16[5,16]) {
+            y = concat(a, b) {axis = 0}
+            return y
+          })"},
+      {"pointwise_rotary",  // the halves of a head are multiples of the vector: one select per vector
+       R"(graph rotary(x: bf16[2,3,16], c: bf16[3,16], s: bf16[3,16]) {
+            x1 = slice(x) {starts = [0, 0, 0], ends = [2, 3, 8]}
+            x2 = slice(x) {starts = [0, 0, 8], ends = [2, 3, 16]}
+            n = neg(x2)
+            r = concat(n, x1) {axis = 2}
+            a = mul(x, c)
+            b = mul(r, s)
+            y = add(a, b)
+            return y
+          })"},
+      {"layout_patchify",  // innermost axis of 3 channels: vectors of (pixel, channel), each lane gathered
+       R"(graph patchify(x: f16[1,3,32,32]) {
+            x6 = reshape(x) {shape = [1, 3, 2, 16, 2, 16]}
+            t = transpose(x6) {perm = [0, 2, 4, 3, 5, 1]}
+            y = reshape(t) {shape = [1, 4, 768]}
             return y
           })"},
       {"layout_concat",

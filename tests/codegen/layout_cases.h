@@ -120,6 +120,121 @@ inline std::vector<std::pair<std::string, std::string>> TiledLayoutGraphs() {
   return graphs;
 }
 
+// The vectorised plain kernel's graphs (passes/fusion/plain_vector.h, codegen/emit_vector.cc):
+// codegen_layout_nvrtc_test compiles every candidate of each (and checks that the default runs
+// vectorised where the name ends in "_vec"), the region GPU test (VectorisedLayouts) runs every
+// candidate against the interpreter. Permutes that keep the innermost axis in every dtype with odd
+// outer extents; concats along an outer axis and along the innermost one (pieces multiples of the
+// vector, or of a narrower one); rotary embeddings in f32, f16 and bf16; patchify (an innermost
+// axis of 3 channels: gathered lanes); slices that keep the innermost axis and one of step 2;
+// dropout after a permute (the per-lane element index); two outputs; an output through a
+// reshape; reads uniform across a vector; and an odd innermost axis (the scalar kernel).
+inline std::vector<std::pair<std::string, std::string>> VectorLayoutGraphs() {
+  std::vector<std::pair<std::string, std::string>> graphs;
+  for (const char* dtype : {"f32", "f16", "bf16", "i32", "i64", "bool"}) {
+    graphs.push_back({absl::StrFormat("permute0213_%s_3x17x5x24_vec", dtype),
+                      absl::StrFormat(R"(graph g(x: %s[3,17,5,24]) {
+          y: %s[3,5,17,24] = transpose(x) {perm = [0, 2, 1, 3]}
+          return y
+        })", dtype, dtype)});
+  }
+  const std::vector<std::pair<std::string, std::string>> others = {
+      {"permute102_f16_odd_innermost_scalar", R"(graph g(x: f16[5,3,7]) {
+          y: f16[3,5,7] = transpose(x) {perm = [1, 0, 2]}
+          return y
+        })"},
+      {"concat_outer_axis_f16_vec", R"(graph g(a: f16[3,7,16], b: f16[3,5,16]) {
+          y: f16[3,12,16] = concat(a, b) {axis = 1}
+          return y
+        })"},
+      {"concat_innermost_bf16_vec", R"(graph g(a: bf16[5,24], b: bf16[5,8]) {
+          y: bf16[5,32] = concat(a, b) {axis = 1}
+          e: bf16[5,32] = exp(y)
+          return e
+        })"},
+      {"concat_innermost_narrow_f32_vec", R"(graph g(a: f32[5,6], b: f32[5,10]) {
+          y: f32[5,16] = concat(a, b) {axis = 1}
+          return y
+        })"},
+      {"rotary_bf16_vec", R"(graph g(x: bf16[2,3,33,64], c: bf16[33,64], s: bf16[33,64]) {
+          x1: bf16[2,3,33,32] = slice(x) {ends = [2, 3, 33, 32], starts = [0, 0, 0, 0], steps = [1, 1, 1, 1]}
+          x2: bf16[2,3,33,32] = slice(x) {ends = [2, 3, 33, 64], starts = [0, 0, 0, 32], steps = [1, 1, 1, 1]}
+          n: bf16[2,3,33,32] = neg(x2)
+          r: bf16[2,3,33,64] = concat(n, x1) {axis = 3}
+          a: bf16[2,3,33,64] = mul(x, c)
+          b: bf16[2,3,33,64] = mul(r, s)
+          y: bf16[2,3,33,64] = add(a, b)
+          return y
+        })"},
+      {"rotary_f16_head128_vec", R"(graph g(x: f16[1,4,7,128], c: f16[7,128], s: f16[7,128]) {
+          x1: f16[1,4,7,64] = slice(x) {ends = [1, 4, 7, 64], starts = [0, 0, 0, 0], steps = [1, 1, 1, 1]}
+          x2: f16[1,4,7,64] = slice(x) {ends = [1, 4, 7, 128], starts = [0, 0, 0, 64], steps = [1, 1, 1, 1]}
+          n: f16[1,4,7,64] = neg(x2)
+          r: f16[1,4,7,128] = concat(n, x1) {axis = 3}
+          a: f16[1,4,7,128] = mul(x, c)
+          b: f16[1,4,7,128] = mul(r, s)
+          y: f16[1,4,7,128] = add(a, b)
+          return y
+        })"},
+      {"rotary_f32_vec", R"(graph g(x: f32[3,5,64], c: f32[5,64], s: f32[5,64]) {
+          x1: f32[3,5,32] = slice(x) {ends = [3, 5, 32], starts = [0, 0, 0], steps = [1, 1, 1]}
+          x2: f32[3,5,32] = slice(x) {ends = [3, 5, 64], starts = [0, 0, 32], steps = [1, 1, 1]}
+          n: f32[3,5,32] = neg(x2)
+          r: f32[3,5,64] = concat(n, x1) {axis = 2}
+          a: f32[3,5,64] = mul(x, c)
+          b: f32[3,5,64] = mul(r, s)
+          y: f32[3,5,64] = add(a, b)
+          return y
+        })"},
+      {"patchify_f16_vec", R"(graph g(x: f16[2,3,32,32]) {
+          x6: f16[2,3,2,16,2,16] = reshape(x) {shape = [2, 3, 2, 16, 2, 16]}
+          t: f16[2,2,2,16,16,3] = transpose(x6) {perm = [0, 2, 4, 3, 5, 1]}
+          y: f16[2,4,768] = reshape(t) {shape = [2, 4, 768]}
+          return y
+        })"},
+      {"patchify_bf16_3x3_patches_vec", R"(graph g(x: bf16[1,3,48,48]) {
+          x6: bf16[1,3,3,16,3,16] = reshape(x) {shape = [1, 3, 3, 16, 3, 16]}
+          t: bf16[1,3,3,16,16,3] = transpose(x6) {perm = [0, 2, 4, 3, 5, 1]}
+          y: bf16[1,9,768] = reshape(t) {shape = [1, 9, 768]}
+          return y
+        })"},
+      {"slice_rows_f32_vec", R"(graph g(x: f32[9,24]) {
+          s: f32[5,24] = slice(x) {ends = [7, 24], starts = [2, 0], steps = [1, 1]}
+          e: f32[5,24] = exp(s)
+          return e
+        })"},
+      {"slice_step2_innermost_f16_vec", R"(graph g(x: f16[5,32]) {
+          s: f16[5,16] = slice(x) {ends = [5, 32], starts = [0, 1], steps = [1, 2]}
+          y: f16[5,16] = neg(s)
+          return y
+        })"},
+      {"dropout_after_permute_bf16_vec", R"(graph g(x: bf16[2,9,3,32]) {
+          t: bf16[2,3,9,32] = transpose(x) {perm = [0, 2, 1, 3]}
+          d: bf16[2,3,9,32] = dropout(t) {offset = 7, p = 0.3, seed = 5}
+          return d
+        })"},
+      {"two_outputs_f32_vec", R"(graph g(x: f32[3,5,2,8]) {
+          t: f32[3,2,5,8] = transpose(x) {perm = [0, 2, 1, 3]}
+          n: f32[3,2,5,8] = neg(t)
+          e: f32[3,2,5,8] = exp(t)
+          return n, e
+        })"},
+      {"output_through_reshape_f16_vec", R"(graph g(x: f16[4,6,2,8]) {
+          t: f16[4,2,6,8] = transpose(x) {perm = [0, 2, 1, 3]}
+          y: f16[4,2,48] = reshape(t) {shape = [4, 2, 48]}
+          return y
+        })"},
+      {"uniform_reads_f32_vec", R"(graph g(x: f32[2,6,4,16], s: f32[2,4,1,1], b: f32[16]) {
+          t: f32[2,4,6,16] = transpose(x) {perm = [0, 2, 1, 3]}
+          m: f32[2,4,6,16] = mul(t, s)
+          y: f32[2,4,6,16] = add(m, b)
+          return y
+        })"},
+  };
+  graphs.insert(graphs.end(), others.begin(), others.end());
+  return graphs;
+}
+
 }  // namespace kiln::testing_codegen
 
 #endif  // KILN_TESTS_CODEGEN_LAYOUT_CASES_H_

@@ -7,7 +7,8 @@
 // with some targets ignored), each row kernel with every KernelParams candidate at a few
 // shapes, pointwise kernels at sizes that are not multiples of the vector width, and the tiled
 // transpose kernel (templates/layout.cuh) under every candidate: 2-D to 6-D permutes, odd
-// extents, one row or column, f32/f16/bf16, several reads and permutations, rotary embeddings.
+// extents, one row or column, f32/f16/bf16, several reads and permutations, rotary embeddings;
+// the vectorised plain kernel (codegen/emit_vector.cc) under every candidate.
 // KILN_SWEEP_MAX_ELEMENTS caps rows * N in the sweep (scripts/gpu-check lowers it under
 // compute-sanitizer, whose slowdown makes the 10^8-element rows too slow).
 #include <cstdio>
@@ -272,6 +273,12 @@ void CheckEveryCandidate(const std::string& name, const std::string& text) {
 // odd extents, one row, one column, f32/f16/bf16, several reads, under every candidate.
 TEST_F(RegionGpuTest, TiledTransposes) {
   for (const auto& [name, text] : testing_codegen::TiledLayoutGraphs()) CheckEveryCandidate(name, text);
+}
+
+// The vectorised plain kernel's cases (tests/codegen/layout_cases.h): permutes that keep the
+// innermost axis in every dtype, concats, rotary, patchify, slices, dropout, under every candidate.
+TEST_F(RegionGpuTest, VectorisedLayouts) {
+  for (const auto& [name, text] : testing_codegen::VectorLayoutGraphs()) CheckEveryCandidate(name, text);
 }
 
 // Rotary embeddings as ONNX exporters write them (Slice, Neg, Concat, Mul, Add): one kernel.

@@ -25,6 +25,38 @@ TEST(CanonicalizeTest, NegativeReductionAxesBecomePositiveAndSorted) {
   })"), "CHECK: reduce_sum(x) {axes = [1, 2], keep_dims = false}"));
 }
 
+// A reduction over axes of extent 1 reduces nothing: it is its operand, reshaped (every op,
+// keep_dims or not).
+TEST(CanonicalizeTest, ReductionOverUnitAxesIsAReshape) {
+  const std::string out = Canon(R"(graph g(x: f32[1048576,1], h: bf16[4,1,1,8]) {
+    s: f32[1048576] = reduce_sum(x) {axes = [1], keep_dims = false}
+    m: bf16[4,1,1,8] = reduce_mean(h) {axes = [1, 2], keep_dims = true}
+    a: bf16[4,8] = reduce_max(h) {axes = [1, 2], keep_dims = false}
+    b: bf16[4,8] = reduce_min(h) {axes = [-2, -3], keep_dims = false}
+    return s, m, a, b
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK-NOT: reduce_
+    CHECK: f32[1048576] = reshape(x) {shape = [1048576]}
+    CHECK: bf16[4,8] = reshape(h) {shape = [4, 8]}
+    CHECK: return
+  )")) << out;
+}
+
+// Reduced axes of extent 1 are dropped from a reduction over others, so what remains can be
+// one run of adjacent axes (one reduction, not two).
+TEST(CanonicalizeTest, UnitAxesLeaveAReduction) {
+  const std::string out = Canon(R"(graph g(x: f32[1,6,1,5]) {
+    s: f32[6] = reduce_sum(x) {axes = [0, 2, 3], keep_dims = false}
+    return s
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: f32[1,6,1,1] = reduce_sum(x) {axes = [3], keep_dims = true}
+    CHECK-NOT: reduce_sum
+    CHECK: f32[6] = reshape
+  )")) << out;
+}
+
 TEST(CanonicalizeTest, SoftmaxAxisIsNormalised) {
   EXPECT_TRUE(FileCheck(Canon(R"(graph g(x: f32[2,3]) {
     s: f32[2,3] = softmax(x) {axis = -1}

@@ -152,14 +152,31 @@ TEST(CostModelTest, RowThatFitsIsOnePassStreamedSoftmaxIsTwo) {
   }
 }
 
-TEST(CostModelTest, ViewsCostNothing) {
+// A view costs nothing, except where its output is a graph output: then the caller's buffer is
+// filled by a copy (one launch at the copy bandwidth).
+TEST(CostModelTest, ViewsCostNothingUnlessReturned) {
   auto g = testing::Parse(R"(graph g(x: f32[4,8]) {
     r: f32[32] = reshape(x) {shape = [32]}
+    e: f32[32] = exp(r)
+    return e
+  })");
+  Node* r = nullptr;
+  for (Node* n : g->PostOrder()) {
+    if (n->name() == "r") r = n;
+  }
+  Region view = DescribeRegion(0, {r}, *g, g->PostOrder(), H100Spec());
+  EXPECT_EQ(view.kind, RegionKind::kView);
+  EXPECT_EQ(EstimateRunTime(view, H100Spec()).total_us, 0);
+  auto returned = testing::Parse(R"(graph g(x: f32[1048576,1]) {
+    r: f32[1048576] = reshape(x) {shape = [1048576]}
     return r
   })");
-  Region r = WholeRegion(*g);
-  EXPECT_EQ(r.kind, RegionKind::kView);
-  EXPECT_EQ(EstimateRunTime(r, H100Spec()).total_us, 0);
+  Region copy = WholeRegion(*returned);
+  EXPECT_EQ(copy.kind, RegionKind::kView);
+  const RunTimeEstimate e = EstimateRunTime(copy, H100Spec());
+  EXPECT_EQ(e.bytes_read, 4 << 20);
+  EXPECT_EQ(e.bytes_written, 4 << 20);
+  EXPECT_NEAR(e.total_us, 8.0 * (1 << 20) / 3.0e6 + H100Spec().launch_us, 1e-6);
 }
 
 }  // namespace

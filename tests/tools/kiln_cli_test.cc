@@ -507,7 +507,11 @@ TEST(KilnDumpTest, RotaryEmbeddingIsOneKernelWithoutLoops) {
   const std::string code = r.out.substr(body, r.out.find("\n};", body) - body);
   EXPECT_EQ(code.find("for ("), std::string::npos) << code;
   EXPECT_EQ(code.find("while"), std::string::npos) << code;
-  EXPECT_NE(code.find("kiln::ClampIndex"), std::string::npos) << code;  // the concat as a select
+  // Vectorised through the layout plan (the halves are multiples of the vector): 16-byte loads,
+  // the concat as one select per vector with its pieces' loads guarded.
+  EXPECT_NE(code.find("static constexpr int kV = 8;"), std::string::npos) << code;
+  EXPECT_NE(code.find("kiln::LoadVec<__nv_bfloat16, 8>(in0 + (g0 ? "), std::string::npos) << code;
+  EXPECT_NE(code.find("'s piece"), std::string::npos) << code;
 }
 
 // A transpose feeding an add: one kernel, the tiled one, and the report says what is staged.
