@@ -1,5 +1,6 @@
 #include "passes/constant_fold.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -17,14 +18,16 @@ absl::StatusOr<bool> ConstantFold::Run(Graph& graph) {
         node->num_elements() > kMaxFoldedElements) {
       continue;
     }
-    bool all_constant = true;
-    for (Node* operand : node->operands()) all_constant &= operand->op() == OpKind::kConstant;
-    if (!all_constant) continue;
+    // An operand with no elements carries no data: its value is known (a reduction over an
+    // empty axis is its identity, whatever the input).
+    auto known = [](const Node* operand) { return operand->op() == OpKind::kConstant || operand->num_elements() == 0; };
+    if (!std::all_of(node->operands().begin(), node->operands().end(), known)) continue;
     // Evaluate the node alone: a tiny graph of its constant operands and itself.
     Graph tiny("fold");
     std::vector<Node*> operands;
     for (Node* operand : node->operands()) {
-      KILN_ASSIGN_OR_RETURN(Node * c, tiny.AddConstant(operand->name(), *operand->value()));
+      const Tensor value = operand->op() == OpKind::kConstant ? *operand->value() : Tensor(operand->dtype(), operand->shape());
+      KILN_ASSIGN_OR_RETURN(Node * c, tiny.AddConstant(operand->name(), value));
       operands.push_back(c);
     }
     KILN_ASSIGN_OR_RETURN(Node * copy, tiny.AddNode(node->op(), operands, node->attrs(), "y"));

@@ -2,7 +2,10 @@
 // small (at most kMaxFoldedElements elements: the scalar subgraphs exporters and decompose
 // write, such as sqrt(2) or 1 / sqrt(d)) on the reference interpreter, and replaces it by a
 // constant, so that codegen sees literals and fusion never prices a kernel for them. Large
-// results stay computed (a folded iota would become a tensor read from memory).
+// results stay computed (a folded iota would become a tensor read from memory). An operand
+// with no elements counts as a constant: a reduction over an empty axis is its identity (0 for
+// a sum, -inf for a max, NaN for a mean, as the interpreter defines them), which no kernel has
+// to compute (the reduction templates have no empty space).
 // Runs after decompose and the canonicalize behind it (they create these subgraphs) and
 // before cse, so that equal folded constants merge.
 #ifndef KILN_PASSES_CONSTANT_FOLD_H_

@@ -39,6 +39,24 @@ TEST(ConstantFoldTest, ANodeReadingARuntimeInputIsNotFolded) {
   EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: y: f32[] = mul(x, two)"));
 }
 
+// A reduction over an empty axis reads no data: it folds to its identity, as the interpreter
+// defines it (ONNX's *_empty_set node tests; the reduction templates have no empty space).
+TEST(ConstantFoldTest, AReductionOverAnEmptyAxisIsItsIdentity) {
+  auto g = Parse(R"(graph g(x: f32[2,0,4]) {
+    s: f32[2,1,4] = reduce_sum(x) {axes = [1], keep_dims = true}
+    m: f32[2,1,4] = reduce_max(x) {axes = [1], keep_dims = true}
+    return s, m
+  })");
+  ConstantFold pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  std::string out = PrintGraph(*g);
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK-NOT: reduce_
+    CHECK: constant() {data = [0, 0, 0, 0, 0, 0, 0, 0]}
+    CHECK: constant() {data = [-inf,
+  )")) << out;
+}
+
 TEST(ConstantFoldTest, LargeResultsStayComputed) {
   auto g = Parse(R"(graph g(x: f32[4]) {
     i: i64[100] = iota() {axis = 0, dtype = "i64", shape = [100]}
