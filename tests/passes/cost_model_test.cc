@@ -1,5 +1,7 @@
 // The cost model on the fixed h100 spec, against hand-computed numbers.
 #include "passes/cost/cost_model.h"
+
+#include "absl/strings/str_format.h"
 #include "passes/fusion/layout_access.h"
 #include "passes/fusion/reduce_placement.h"
 
@@ -173,6 +175,26 @@ TEST(CostModelTest, ScalarIndexArithmeticIsChargedVectorsAmortiseIt) {
   EXPECT_EQ(scalar.index_ops, elements * 6) << scalar.ToString();
   EXPECT_GT(scalar.compute_us, 2 * scalar.memory_us) << scalar.ToString();
   EXPECT_NEAR(scalar.total_us, 198.3, 0.15 * 198.3) << "measured on the H100 (bench/zoo.py)";
+}
+
+// Columns of an odd count of bf16: rows start off 32-byte boundaries, the vector is 1, and a
+// warp's 64-byte segment straddles 2.94 sectors on average (1.47x); an even count is aligned.
+TEST(CostModelTest, UnalignedColumnRowsPayTheSectorsTheyStraddle) {
+  for (int64_t columns : {50257, 50256}) {
+    auto g = testing::Parse(absl::StrFormat(R"(graph g(x: bf16[512,%d]) {
+      y: bf16[%d] = reduce_sum(x) {axes = [0], keep_dims = false}
+      return y
+    })", columns, columns));
+    Region r = WholeRegion(*g);
+    ASSERT_EQ(r.kind, RegionKind::kColumnReduction);
+    const RunTimeEstimate e = EstimateRunTime(r, H100Spec());
+    const double input = 512.0 * columns * 2;
+    if (columns % 2 == 1) {
+      EXPECT_NEAR(e.wasted_bytes, input * (94.0 / 64 - 1), 0.01 * input) << e.ToString();
+    } else {
+      EXPECT_EQ(e.wasted_bytes, 0) << e.ToString();
+    }
+  }
 }
 
 // A view costs nothing, except where its output is a graph output: then the caller's buffer is
