@@ -56,6 +56,7 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   s.l2_bytes_per_us = h100.l2_bytes_per_us * per_sm;  // the h100 estimate, by SM count
   s.f32_flops_per_us = h100.f32_flops_per_us * per_sm;
   s.sfu_ops_per_us = h100.sfu_ops_per_us * per_sm;
+  s.index_ops_per_us = h100.index_ops_per_us * per_sm;
   s.matmul_bf16_flops_per_us = h100.matmul_bf16_flops_per_us * per_sm;
   s.matmul_f32_flops_per_us = h100.matmul_f32_flops_per_us * per_sm;
   s.attention_flops_per_us = h100.attention_flops_per_us * per_sm;

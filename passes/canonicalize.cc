@@ -48,9 +48,16 @@ Node* Rewrite(Graph& graph, Node* node) {
       size_t run = axes.empty() ? 0 : axes.size() - 1;
       while (run > 0 && axes[run - 1] + 1 == axes[run]) --run;
       if (run > 0) {
+        // The partial results stay f32 between the two reductions (16-bit floats are widened
+        // first, a prologue of the first kernel that reads nothing more, and narrowed last): a
+        // partial mean rounded to bf16 would lose what the f32 accumulation kept.
         const std::vector<int64_t> last(axes.begin() + run, axes.end()), rest(axes.begin(), axes.begin() + run);
-        Node* inner = rw.Add(op, {operand(0)}, {{"axes", last}, {"keep_dims", true}});
+        const DType dtype = operand(0)->dtype();
+        const bool widen = dtype == DType::kF16 || dtype == DType::kBF16;
+        Node* x = widen ? rw.Add(OpKind::kCast, {operand(0)}, {{"dtype", std::string("f32")}}) : operand(0);
+        Node* inner = rw.Add(op, {x}, {{"axes", last}, {"keep_dims", true}});
         Node* outer = rw.Add(op, {inner}, {{"axes", rest}, {"keep_dims", true}});
+        if (widen) outer = rw.Add(OpKind::kCast, {outer}, {{"dtype", std::string(DTypeName(dtype))}});
         return attrs.GetBool("keep_dims") ? outer : rw.Add(OpKind::kReshape, {outer}, {{"shape", node->shape()}});
       }
       if (axes == attrs.GetInts("axes")) return nullptr;

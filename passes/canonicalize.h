@@ -3,7 +3,8 @@
 // the hand-decomposed graphs ONNX exporters write meet the ones kiln's decomposition writes.
 //  * axes: negative axes become positive; reduction axes are sorted, and a reduction over
 //    axes in several runs becomes one reduction per run (innermost first), so that every
-//    reduction reduces adjacent axes; reduced axes of extent 1 are dropped, and a reduction
+//    reduction reduces adjacent axes (f16/bf16 are widened to f32 first and narrowed last, so the
+//    partial results keep f32); reduced axes of extent 1 are dropped, and a reduction
 //    over nothing but such axes becomes a reshape of its operand (row_sum of [1M, 1]: a view);
 //  * no-ops fold away: reshape/broadcast_to to the same shape, cast to the same dtype,
 //    identity transpose, full slice; reshape(reshape(x)) and transpose(transpose(x)) compose;

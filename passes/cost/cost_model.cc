@@ -13,6 +13,7 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
   bytes_written += other.bytes_written;
   flops += other.flops;
   transcendentals += other.transcendentals;
+  index_ops += other.index_ops;
   passes = std::max(passes, other.passes);
   row_on_chip = row_on_chip && other.row_on_chip;
   blocks += other.blocks;
@@ -27,10 +28,10 @@ void RunTimeEstimate::Add(const RunTimeEstimate& other) {
 
 std::string RunTimeEstimate::ToString() const {
   return absl::StrFormat(
-      "read %d B, write %d B%s, %.3g flop, %.3g transc, mem %.2f us%s, compute %.2f us, launch %.1f us"
+      "read %d B, write %d B%s, %.3g flop, %.3g transc%s, mem %.2f us%s, compute %.2f us, launch %.1f us"
       "%s = %.2f us",
       bytes_read, bytes_written, wasted_bytes > 0 ? absl::StrFormat(", %d B of sectors wasted", wasted_bytes) : "",
-      flops, transcendentals, memory_us,
+      flops, transcendentals, index_ops > 0 ? absl::StrFormat(", %.3g index ops", index_ops) : "", memory_us,
       blocks > 0 ? absl::StrFormat(" (%d blocks)", blocks) : "", compute_us, launch_us,
       row_on_chip ? "" : absl::StrFormat(", streamed row, %d pass%s", passes, passes == 1 ? "" : "es"), total_us);
 }
@@ -139,6 +140,7 @@ void FinishEstimate(const DeviceSpec& device, double flop_rate, double bandwidth
   e.memory_us = static_cast<double>(e.bytes_read + e.bytes_written + e.wasted_bytes) / bandwidth;
   e.compute_us = flop_rate > 0 ? e.flops / flop_rate : 0;
   e.compute_us += device.sfu_ops_per_us > 0 ? e.transcendentals / device.sfu_ops_per_us : 0;
+  e.compute_us += device.index_ops_per_us > 0 ? e.index_ops / device.index_ops_per_us : 0;
   e.launch_us = device.launch_us * launches;
   e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
 }

@@ -2,7 +2,9 @@
 // fusion decision can show the numbers behind it (DESIGN.md §4).
 //   memory_us  = (bytes_read + bytes_written + wasted_bytes) / the bandwidth the kernel's blocks
 //                can draw (wasted: the unused part of the 32-byte sectors uncoalesced reads fetch)
-//   compute_us = flops / rate + transcendentals / SFU rate   (matmul/attention: their rates)
+//   compute_us = flops / rate + transcendentals / SFU rate + index_ops / index rate
+//                (matmul/attention: their rates; index_ops: the plain elementwise kernel's
+//                per-element divisions, passes/fusion/plain_vector.h IndexOpsPerElement)
 //   total_us   = max(memory_us, compute_us) + launch_us        (views: 0, no kernel)
 // Bytes are counted in the tensors' real dtypes; a scalar constant is a literal and reads
 // nothing; a broadcast operand is read once (it stays in L2). FLOPs and transcendentals come
@@ -27,6 +29,7 @@ struct RunTimeEstimate {
   int64_t bytes_written = 0;
   double flops = 0;
   double transcendentals = 0;
+  double index_ops = 0;    // 64-bit divisions/remainders of index arithmetic (plain elementwise kernels)
   int passes = 1;          // passes over the row inputs (row reductions)
   bool row_on_chip = true;
   std::string row_fit;     // row reductions: the on-chip rule's sentence (FitRowOnChip)

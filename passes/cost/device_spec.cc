@@ -23,6 +23,12 @@ DeviceSpec H100Spec() {
   s.grid_sync_us = 1.0;                  // estimate: a global-memory flag round trip (~2 x 0.5 us)
   s.f32_flops_per_us = 60e6;             // 67 TFLOP/s FP32 datasheet (SXM5) x 0.9 (estimate)
   s.sfu_ops_per_us = 132 * 16 * 1.83e3;  // 16 MUFU ops/clk/SM (sm_90 throughput table) at 1830 MHz
+  s.index_ops_per_us = 2.0e6;            // fitted on the lent H100 (bench/zoo.py, L2 flushed): the
+                                         // one-element-per-thread layout kernels of
+                                         // permute_bshd_bhsd_bf16 (6 ops x 67.1M elements, 198.3 us)
+                                         // and patchify_vit_f16 (10 ops x 9.63M, 54.2 us), less the
+                                         // 3 us launch: 2.06e6 and 1.88e6 ops/us (~15 instructions
+                                         // each at 4 warp instructions per clock per SM)
   s.matmul_bf16_flops_per_us = 798e6;    // 8192^3 bf16 matmul measured on the lent H100
   s.matmul_f32_flops_per_us = 50e6;      // FP32 FFMA GEMM, ~75% of CUDA-core peak (estimate)
   s.attention_flops_per_us = 280e6;      // kiln's mma.sync template (templates/attention.cuh) on

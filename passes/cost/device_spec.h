@@ -26,6 +26,8 @@ struct DeviceSpec {
   double grid_sync_us = 0;            // blocks of one launch waiting for each other once
   double f32_flops_per_us = 0;        // CUDA-core FP32 (FMA counted as 2)
   double sfu_ops_per_us = 0;          // transcendental (MUFU) operations
+  double index_ops_per_us = 0;        // 64-bit integer divisions or remainders by a constant (index
+                                      // arithmetic of the plain elementwise kernel)
   double matmul_bf16_flops_per_us = 0;  // achievable dense bf16/f16 tensor-core rate
   double matmul_f32_flops_per_us = 0;   // f32 matmul (no TF32)
   double attention_flops_per_us = 0;    // tiled attention forward, bf16/f16

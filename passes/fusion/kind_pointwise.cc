@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "passes/fusion/kinds.h"
+#include "passes/cost/row_fit.h"
 #include "passes/fusion/layout_access.h"
+#include "passes/fusion/plain_vector.h"
 
 namespace kiln::kinds {
 
@@ -42,7 +44,9 @@ int64_t TiledBlocksPerSm(const DeviceSpec& device, int threads, int64_t smem) {
 }  // namespace
 
 // The plain kernel: one sweep over the space, 256 threads x 8 elements per block
-// (pointwise.cuh's default), its reads at their sector cost: a transposed or strided read
+// (pointwise.cuh's default), its index arithmetic at DeviceSpec::index_ops_per_us (one element
+// per thread pays every division per element: permute_bshd_bhsd_bf16 measured 198 us for a
+// 90 us copy; vectors pay the outer ones once per vector), its reads at their sector cost: a transposed or strided read
 // fetches plain_waste times the sectors it uses (32 bytes per element when the warp's elements
 // are 32 bytes or more apart). The project measured a 4096 x 4096 transpose feeding an add at
 // 0.25 of the copy floor on the H100; this model gives 0.30 for f32 (8x waste on one of three
@@ -56,10 +60,19 @@ RunTimeEstimate PricePointwise(const Region& region, const DeviceSpec& device) {
   const LayoutPlan* plan = region.layout.get();
   const int64_t elements = NumElements(region.space);
   if (plan != nullptr) {
-    e.wasted_bytes = plan->WastedReadBytes(elements);
+    e.wasted_bytes = plan->WastedReadBytes(elements, !plan->tiled() && plan->plain_vector > 1);
     e.layout = plan->Summary();
   }
   if (plan == nullptr || !plan->tiled()) {
+    // The vector DefaultParams gives the kernel (codegen/kernel_params.cc): the plan's, the
+    // broadcast-only form's, or none (one element per thread).
+    int v = 1;
+    if (plan != nullptr && plan->plain_vector > 1) {
+      v = plan->plain_vector;
+    } else if (BroadcastOnly(region)) {
+      v = VectorElements(region, region.space.empty() ? 1 : region.space.back());
+    }
+    e.index_ops = IndexOpsPerElement(region, plan, v) * static_cast<double>(elements);
     constexpr int64_t kElementsPerBlock = 256 * 8;
     e.blocks = (elements + kElementsPerBlock - 1) / kElementsPerBlock;
     FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, 256), 1, e);

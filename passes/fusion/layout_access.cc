@@ -110,12 +110,12 @@ class Walker {
   std::set<std::string> seen_;
 };
 
-// Sectors of 32 bytes the first warp of the plain kernel (32 consecutive elements of the
-// canonical space) fetches for `form`, over the fewest 32 elements of `bytes` can take.
-double PlainWaste(const LayoutPlan& plan, const AffineForm& form, int64_t bytes) {
+// Sectors of 32 bytes the first warp of the plain kernel (32 x `per_thread` consecutive elements
+// of the canonical space) fetches for `form`, over the fewest those elements of `bytes` can take.
+double PlainWaste(const LayoutPlan& plan, const AffineForm& form, int64_t bytes, int per_thread = 1) {
   int64_t total = 1;
   for (int64_t e : plan.extents) total *= e;
-  const int64_t lanes = std::min<int64_t>(32, total);
+  const int64_t lanes = std::min<int64_t>(32 * per_thread, total);
   std::set<int64_t> sectors;
   for (int64_t p = 0; p < lanes; ++p) {
     int64_t rem = p, offset = form.offset;
@@ -289,11 +289,12 @@ int64_t LayoutPlan::Tiles(int tb, int ta) const {
   return RestCount() * ((extents[b] + tb - 1) / tb) * ((extents[a] + ta - 1) / ta);
 }
 
-int64_t LayoutPlan::WastedReadBytes(int64_t space_elements) const {
+int64_t LayoutPlan::WastedReadBytes(int64_t space_elements, bool vectors) const {
   double bytes = 0;
   for (const LayoutRead& r : reads) {
     if (r.kind != ReadKind::kTransposed && r.kind != ReadKind::kStrided) continue;
-    bytes += (r.plain_waste - 1) * static_cast<double>(space_elements) * ByteSize(r.input->dtype());
+    const double waste = vectors ? r.vector_waste : r.plain_waste;
+    bytes += (waste - 1) * static_cast<double>(space_elements) * ByteSize(r.input->dtype());
   }
   return static_cast<int64_t>(bytes);
 }
@@ -408,6 +409,10 @@ std::shared_ptr<const LayoutPlan> PlanLayout(const Region& region) {
     plan->selects.push_back(std::move(select));
   }
   plan->plain_vector = PlainVectorWidth(region, *plan);
+  for (LayoutRead& r : plan->reads) {
+    r.vector_waste = plan->plain_vector > 1 ? PlainWaste(*plan, r.form, ByteSize(r.input->dtype()), plan->plain_vector)
+                                            : r.plain_waste;
+  }
   if (!plan->selects.empty()) {
     plan->affine = false;
     plan->why_plain = absl::StrCat(plan->selects.front().concat->name(),
@@ -503,6 +508,23 @@ TileChoice DefaultTile(const LayoutPlan& plan) {
   if (!plan.tiled()) return t;
   t.vector = plan.max_vector;
   t.tb = t.ta = t.vector >= 4 ? 64 : 32;
+  // A side whose last tile would be mostly padding is narrowed to the widest tile that pads it by
+  // at most kTilePadding (or pads it least); the tile gets smaller (widening the other side too
+  // makes the half-block candidate spill).
+  auto padded = [](int64_t extent, int side) {
+    return static_cast<double>((extent + side - 1) / side * side) / static_cast<double>(extent);
+  };
+  auto narrow = [&](int& side, int64_t extent) {
+    if (extent <= side) return;  // one tile: the rule below narrows it
+    int best = side;
+    for (int w = side; w >= std::max(16, t.vector); w /= 2) {
+      if (padded(extent, w) < padded(extent, best)) best = w;
+      if (padded(extent, best) <= kTilePadding) break;
+    }
+    side = best;
+  };
+  narrow(t.ta, plan.extents[plan.a]);
+  narrow(t.tb, plan.extents[plan.b]);
   const int64_t extent_b = PowerOfTwoCeil(plan.extents[plan.b]), extent_a = PowerOfTwoCeil(plan.extents[plan.a]);
   while (t.tb > 8 && t.tb / 2 >= extent_b) {
     t.tb /= 2;

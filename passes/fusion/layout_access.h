@@ -102,6 +102,8 @@ struct LayoutRead {
   ReadKind kind = ReadKind::kAlong;
   int unit_axis = -1;       // the canonical axis of stride 1 (-1: none)
   double plain_waste = 1;   // sectors the plain kernel's first warp fetches / the minimum
+  double vector_waste = 1;  // the same for a warp of the vectorised plain kernel (32 x plain_vector
+                            // elements: lanes of one thread share sectors through L1)
 };
 
 // A transposed read is staged when the plain kernel would fetch at least this many times the
@@ -134,8 +136,9 @@ struct LayoutPlan {
   int64_t RestCount() const;
   // Tiles of tb x ta elements of (b, a) over the whole space.
   int64_t Tiles(int tb, int ta) const;
-  // Bytes the plain kernel's (or the tiled kernel's direct) reads fetch beyond what they use.
-  int64_t WastedReadBytes(int64_t space_elements) const;
+  // Bytes the plain kernel's (or the tiled kernel's direct) reads fetch beyond what they use;
+  // `vectors`: the plain kernel runs plain_vector elements per thread.
+  int64_t WastedReadBytes(int64_t space_elements, bool vectors = false) const;
   // One sentence for kernel notes, the ledger and `kiln dump`: the tiled axes and what is
   // staged, and every read left uncoalesced with its cost ("" when nothing is transposed).
   std::string Summary() const;
@@ -152,9 +155,12 @@ struct TileChoice {
 // The shape the cost model prices and codegen uses by default: 64 x 64 tiles with 16-byte
 // vectors where the plan allows at least 4 elements per vector, else 32 x 32 tiles with the
 // widest vector it allows (1: the classic transpose; wider 64-tiles of narrow vectors unroll into
-// too many registers); a side
-// whose extent is at most half the tile is narrowed (at least 8) and the other widened (at
-// most 256) to keep the tile's elements; halved while the staged tiles exceed kStagedSmemBytes.
+// too many registers); a side longer than the tile that the tiles would pad by more than
+// kTilePadding (80 along a: 128 with 64-wide tiles, the last tile a quarter used) is narrowed to
+// the widest tile (at least 16) that pads it by at most that (16: 80 exactly), and a side whose extent is at most half the
+// tile is narrowed (at least 8), the other then widened (at most 256) to keep the tile's elements;
+// halved while the staged tiles exceed kStagedSmemBytes.
+inline constexpr double kTilePadding = 1.125;
 TileChoice DefaultTile(const LayoutPlan& plan);
 // Whether templates/layout.cuh's TileShape accepts `tile` for this plan (its static_asserts,
 // the vector limit, the shared memory); the error says which rule fails.

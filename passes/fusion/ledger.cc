@@ -30,6 +30,7 @@ void Terms(Writer& w, const char* key, const RunTimeEstimate& e) {
   Int(w, "bytes_written", e.bytes_written);
   Num(w, "flops", e.flops);
   Num(w, "transcendentals", e.transcendentals);
+  Num(w, "index_ops", e.index_ops);
   Num(w, "memory_us", e.memory_us);
   Num(w, "compute_us", e.compute_us);
   Num(w, "launch_us", e.launch_us);

@@ -1,5 +1,6 @@
 #include "passes/fusion/plain_vector.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "passes/cost/row_fit.h"
@@ -78,6 +79,32 @@ int PlainVectorWidth(const Region& region, const LayoutPlan& plan) {
     if (Runs(plan, v)) return v;
   }
   return 1;
+}
+
+double IndexOpsPerElement(const Region& region, const LayoutPlan* plan, int v) {
+  if (plan != nullptr && v > 1 && v <= plan->plain_vector) {
+    const int g = static_cast<int>(plan->extents.size()), inner = VectorInnerAxes(*plan, v);
+    double ops = 2.0 * (g - inner + 1) / v;  // i % P, i / P, the outer coordinates
+    for (const LayoutRead& r : plan->reads) {
+      if (inner > 1 && LanesOf(*plan, inner, v, r.form) == LaneAccess::kGather) ops += 0.5 * 2 * (inner - 1);
+    }
+    return ops;
+  }
+  double ops = 0;
+  for (const Node* n : region.nodes) {
+    int axes = 0;
+    for (int64_t e : n->shape()) axes += e != 1;
+    switch (n->op()) {
+      case OpKind::kTranspose: case OpKind::kSlice: ops += 2.0 * std::max(0, axes - 1); continue;
+      case OpKind::kConcat: case OpKind::kGather: ops += 4; continue;
+      default: break;
+    }
+    if (n->category() != OpCategory::kPointwise && n->category() != OpCategory::kBroadcast) continue;
+    for (const Node* o : n->operands()) {
+      if (o->num_elements() > 1 && o->shape() != n->shape()) ops += 2;
+    }
+  }
+  return ops / std::max(v, 1);
 }
 
 }  // namespace kiln

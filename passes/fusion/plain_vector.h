@@ -44,6 +44,15 @@ bool BroadcastOnly(const Region& region);
 // runs too.
 int PlainVectorWidth(const Region& region, const LayoutPlan& plan);
 
+// The plain kernel's index arithmetic per element of the space, in 64-bit divisions or remainders
+// by a constant (a 32-bit one counts half), for the kernel that runs with vectors of `v`: through
+// the plan (v <= plan->plain_vector: the outer coordinates once per vector, each gathered lane's
+// inner ones), the broadcast-only form (per broadcast operand, a division and a remainder once
+// per vector), or one element per thread (v = 1: per transpose or slice, a division and a
+// remainder per axis of its output but one; per concat or gather, two of each; per broadcast
+// operand, one of each). The cost model charges them (kind_pointwise.cc).
+double IndexOpsPerElement(const Region& region, const LayoutPlan* plan, int v);
+
 }  // namespace kiln
 
 #endif  // KILN_PASSES_FUSION_PLAIN_VECTOR_H_

@@ -57,6 +57,24 @@ TEST(CanonicalizeTest, UnitAxesLeaveAReduction) {
   )")) << out;
 }
 
+// A reduction over two runs of axes (N and HW of NCHW) becomes two, innermost first; a bf16
+// input is widened first and the result narrowed last, so the partial means stay f32.
+TEST(CanonicalizeTest, ReductionOverTwoRunsKeepsItsPartialsInF32) {
+  const std::string out = Canon(R"(graph g(x: bf16[4,8,6,6]) {
+    m: bf16[8] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = false}
+    return m
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: f32[4,8,6,6] = cast(x) {dtype = "f32"}
+    CHECK: f32[4,8,1,1] = reduce_mean
+    CHECK: {axes = [2, 3], keep_dims = true}
+    CHECK: f32[1,8,1,1] = reduce_mean
+    CHECK: {axes = [0], keep_dims = true}
+    CHECK: bf16[1,8,1,1] = cast
+    CHECK: bf16[8] = reshape
+  )")) << out;
+}
+
 TEST(CanonicalizeTest, SoftmaxAxisIsNormalised) {
   EXPECT_TRUE(FileCheck(Canon(R"(graph g(x: f32[2,3]) {
     s: f32[2,3] = softmax(x) {axis = -1}

@@ -1,5 +1,8 @@
 // The cost model on the fixed h100 spec, against hand-computed numbers.
 #include "passes/cost/cost_model.h"
+
+#include "absl/strings/str_format.h"
+#include "passes/fusion/layout_access.h"
 #include "passes/fusion/reduce_placement.h"
 
 #include "tests/passes/pass_test_util.h"
@@ -149,6 +152,48 @@ TEST(CostModelTest, RowThatFitsIsOnePassStreamedSoftmaxIsTwo) {
     if (n == 8192) EXPECT_TRUE(e.row_on_chip && fit.split == 1);
     EXPECT_EQ(e.passes, fit.on_chip ? 1 : 2);
     EXPECT_EQ(e.bytes_read, int64_t{4096} * n * 4 * e.passes);
+  }
+}
+
+// The plain kernel pays its index arithmetic: one element per thread, a 4-D permute's three
+// divisions and three remainders per element (instruction-bound: more than the copy); vectors
+// of 8 pay them once per vector (the copy bound).
+TEST(CostModelTest, ScalarIndexArithmeticIsChargedVectorsAmortiseIt) {
+  auto g = testing::Parse(R"(graph g(x: bf16[8,2048,32,128]) {
+    y: bf16[8,32,2048,128] = transpose(x) {perm = [0, 2, 1, 3]}
+    return y
+  })");
+  Region r = WholeRegion(*g);
+  const RunTimeEstimate vector = EstimateRunTime(r, H100Spec());
+  const double elements = 8.0 * 2048 * 32 * 128;
+  EXPECT_NEAR(vector.index_ops, elements * 2 * 4 / 8, 1) << vector.ToString();
+  EXPECT_GT(vector.memory_us, vector.compute_us);
+  auto scalar_plan = std::make_shared<LayoutPlan>(*r.layout);
+  scalar_plan->plain_vector = 1;
+  r.layout = scalar_plan;
+  const RunTimeEstimate scalar = EstimateRunTime(r, H100Spec());
+  EXPECT_EQ(scalar.index_ops, elements * 6) << scalar.ToString();
+  EXPECT_GT(scalar.compute_us, 2 * scalar.memory_us) << scalar.ToString();
+  EXPECT_NEAR(scalar.total_us, 198.3, 0.15 * 198.3) << "measured on the H100 (bench/zoo.py)";
+}
+
+// Columns of an odd count of bf16: rows start off 32-byte boundaries, the vector is 1, and a
+// warp's 64-byte segment straddles 2.94 sectors on average (1.47x); an even count is aligned.
+TEST(CostModelTest, UnalignedColumnRowsPayTheSectorsTheyStraddle) {
+  for (int64_t columns : {50257, 50256}) {
+    auto g = testing::Parse(absl::StrFormat(R"(graph g(x: bf16[512,%d]) {
+      y: bf16[%d] = reduce_sum(x) {axes = [0], keep_dims = false}
+      return y
+    })", columns, columns));
+    Region r = WholeRegion(*g);
+    ASSERT_EQ(r.kind, RegionKind::kColumnReduction);
+    const RunTimeEstimate e = EstimateRunTime(r, H100Spec());
+    const double input = 512.0 * columns * 2;
+    if (columns % 2 == 1) {
+      EXPECT_NEAR(e.wasted_bytes, input * (94.0 / 64 - 1), 0.01 * input) << e.ToString();
+    } else {
+      EXPECT_EQ(e.wasted_bytes, 0) << e.ToString();
+    }
   }
 }
 

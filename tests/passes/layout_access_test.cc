@@ -55,6 +55,21 @@ TEST(LayoutAccessTest, TransposeFeedingAnAddStagesTheTransposedInput) {
   EXPECT_EQ(plan.Tiles(t.tb, t.ta), 64 * 64);
 }
 
+// Whisper's [16,80,3000] -> [16,3000,80]: 64-wide tiles would pad a = 80 to 128 (the second tile a
+// quarter used); 16 wide tiles it exactly.
+TEST(LayoutAccessTest, ATileSideThatWouldBeMostlyPaddingNarrows) {
+  Planned p = Whole(R"(graph g(x: f32[16,80,3000]) {
+    y: f32[16,3000,80] = transpose(x) {perm = [0, 2, 1]}
+    return y
+  })");
+  ASSERT_TRUE(p.plan().tiled()) << p.plan().why_plain;
+  const TileChoice t = DefaultTile(p.plan());
+  EXPECT_EQ(t.ta, 16);
+  EXPECT_EQ(t.tb, 64);
+  EXPECT_EQ(t.vector, 4);
+  EXPECT_TRUE(CheckTile(p.plan(), t).ok());
+}
+
 // [B,S,H,D] -> [B,H,S,D] keeps the innermost axis: every read is along a, nothing is staged,
 // and the batch axis of extent 1 is dropped.
 TEST(LayoutAccessTest, PermuteThatKeepsTheInnermostAxisIsNotTiled) {
