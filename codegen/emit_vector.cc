@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "codegen/affine_member.h"
 #include "codegen/emit_kernel.h"
 #include "codegen/emitter_util.h"
 #include "ir/base/status.h"
@@ -202,21 +203,10 @@ absl::StatusOr<TypedExpr> VectorEmitter::Value(const Node* n, const AffineIndex&
   } else if (n->op() == OpKind::kConcat) {
     KILN_ASSIGN_OR_RETURN(e, Select(n, at));
   } else {
-    std::vector<TypedExpr> operands;
-    for (int k = 0; k < n->num_operands(); ++k) {
-      std::optional<AffineIndex> oi = OperandIndex(*n, k, at, plan_.space);
-      if (!oi) return absl::InternalError(absl::StrCat(n->name(), " has no affine index: the region is not vectorised"));
-      KILN_ASSIGN_OR_RETURN(TypedExpr o, Value(n->operand(k), *oi));
-      operands.push_back(o);
-    }
-    const OpCategory c = n->category();
-    if (c == OpCategory::kPointwise || c == OpCategory::kRandom) {
-      uses_philox_ |= c == OpCategory::kRandom;
-      const bool needs_index = n->op() == OpKind::kIota || c == OpCategory::kRandom;
-      KILN_ASSIGN_OR_RETURN(e, EmitPointwiseExpr(*n, operands, needs_index ? At(CanonicalAt(n, at), lane_) : "0"));
-    } else {
-      e = operands.at(0);  // broadcast_to, reshape, transpose, slice: the operand's element
-    }
+    KILN_ASSIGN_OR_RETURN(
+        e, AffineMemberValue(
+               *n, at, plan_.space, [&](const Node* o, const AffineIndex& i) { return Value(o, i); },
+               [&] { return At(CanonicalAt(n, at), lane_); }, &uses_philox_));
   }
   const std::string var = w_.Fresh("v");
   w_.Line(absl::StrCat("const ", CTypeName(e.type), " ", var, " = ", e.code, ";",

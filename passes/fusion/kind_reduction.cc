@@ -43,17 +43,26 @@ FusionDecision ColumnLegal(const Region& p, const Region& c, const Region& merge
   return FusionDecision::Allow("column-reduction", "prologue/epilogue in the column kernel's space");
 }
 
+namespace {
+// What both reduction kinds start from: the region's traffic and work, and its fit's passes.
+RunTimeEstimate FitTerms(const Region& region) {
+  RunTimeEstimate e = TrafficAndWork(region);
+  const RowFit& fit = region.reduce->fit;
+  e.row_on_chip = fit.on_chip;
+  e.passes = fit.passes;
+  e.row_fit = fit.reason;
+  return e;
+}
+}  // namespace
+
 // As the row kernel runs it (row_fit.h): on chip, or streamed with every extra pass
 // re-reading the row-shaped inputs; a warp per row up to 1024 elements (8 rows a block), a
 // block per row beyond, `split` blocks per row for few long rows.
 RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
-  RunTimeEstimate e = TrafficAndWork(region);
   if (!region.reduce) return PriceUnplaced(region, device);
+  RunTimeEstimate e = FitTerms(region);
   const ReducePlacement& placement = *region.reduce;
   const RowFit& fit = placement.fit;
-  e.row_on_chip = fit.on_chip;
-  e.passes = fit.passes;
-  e.row_fit = fit.reason;
   for (const Node* in : region.inputs) {
     if (IsCachedRowInput(placement, in)) e.bytes_read += (e.passes - 1) * in->num_bytes();
   }
@@ -86,13 +95,10 @@ double SegmentWaste(int64_t row_bytes, int64_t segment_bytes, int64_t element_by
 // over `split` blocks for few tiles; every extra pass re-reads the full-space inputs; a full-space
 // input whose rows are not 32-byte aligned pays the sectors its warps' segments straddle.
 RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
-  RunTimeEstimate e = TrafficAndWork(region);
   if (!region.reduce) return PriceUnplaced(region, device);
+  RunTimeEstimate e = FitTerms(region);
   const ReducePlacement& placement = *region.reduce;
   const RowFit& fit = placement.fit;
-  e.row_on_chip = fit.on_chip;
-  e.passes = fit.passes;
-  e.row_fit = fit.reason;
   const ReduceSpace& s = placement.space;
   for (const Node* in : region.inputs) {
     const Placement& p = placement.Of(in);
