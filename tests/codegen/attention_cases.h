@@ -42,6 +42,30 @@ inline std::string QkvGraph(const std::string& dtype, int B, int S, int H, int D
        {"CAUSAL", causal ? "true" : "false"}});
 }
 
+// Grouped-query attention as exporters write it: K/V with `hkv` heads unsqueezed, broadcast to
+// `hq / hkv` copies and merged into `hq` heads; an optional [B,1,1,T] additive mask.
+inline std::string GqaGraph(const std::string& dtype, int64_t b, int64_t hq, int64_t hkv, int64_t s, int64_t t,
+                            int64_t d, bool causal, double scale, bool mask = false) {
+  const int64_t g = hq / hkv;
+  auto shape = [](std::initializer_list<int64_t> dims) {
+    std::string out;
+    for (int64_t x : dims) out += (out.empty() ? "" : ", ") + std::to_string(x);
+    return out;
+  };
+  std::string text = "graph g(q: " + dtype + "[" + shape({b, hq, s, d}) + "], k: " + dtype + "[" +
+                     shape({b, hkv, t, d}) + "], v: " + dtype + "[" + shape({b, hkv, t, d}) + "]" +
+                     (mask ? ", m: " + dtype + "[" + shape({b, 1, 1, t}) + "]" : "") + ") {\n";
+  for (const char* x : {"k", "v"}) {
+    const std::string n(x);
+    text += "  " + n + "5 = reshape(" + n + ") {shape = [" + shape({b, hkv, 1, t, d}) + "]}\n";
+    text += "  " + n + "e = broadcast_to(" + n + "5) {shape = [" + shape({b, hkv, g, t, d}) + "]}\n";
+    text += "  " + n + n + " = reshape(" + n + "e) {shape = [" + shape({b, hq, t, d}) + "]}\n";
+  }
+  text += std::string("  y = attention(q, kk, vv") + (mask ? ", m" : "") + ") {causal = " +
+          (causal ? "true" : "false") + ", scale = " + std::to_string(scale) + "}\n  return y\n}\n";
+  return text;
+}
+
 }  // namespace kiln::testing_codegen
 
 #endif  // KILN_TESTS_CODEGEN_ATTENTION_CASES_H_

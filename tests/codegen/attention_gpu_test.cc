@@ -140,17 +140,8 @@ TEST_F(AttentionGpuTest, Masks) {
 
 TEST_F(AttentionGpuTest, GroupedQueryHeads) {
   for (int group : {1, 2, 4, 8}) {
-    const int kv = 8 / group;
     CheckAttention(absl::StrFormat("attn_gqa_group%d", group),
-                   absl::StrFormat(R"(graph g(q: bf16[2,8,50,64], k: bf16[2,%1$d,200,64], v: bf16[2,%1$d,200,64]) {
-      k5 = reshape(k) {shape = [2, %1$d, 1, 200, 64]}
-      v5 = reshape(v) {shape = [2, %1$d, 1, 200, 64]}
-      ke = broadcast_to(k5) {shape = [2, %1$d, %2$d, 200, 64]}
-      ve = broadcast_to(v5) {shape = [2, %1$d, %2$d, 200, 64]}
-      kk = reshape(ke) {shape = [2, 8, 200, 64]}
-      vv = reshape(ve) {shape = [2, 8, 200, 64]}
-      y = attention(q, kk, vv) {causal = true, scale = 0.0}
-      return y })", kv, group));
+                   testing_codegen::GqaGraph("bf16", 2, 8, 8 / group, 50, 200, 64, true, 0.0));
   }
 }
 
@@ -163,24 +154,12 @@ TEST_F(AttentionGpuTest, DecodingPacksGroupsAndSplitsKeys) {
   };
   for (const Case& c : {Case{4, 32, 4, 1, 4097, false, false}, Case{2, 16, 4, 5, 3000, true, false},
                         Case{3, 8, 4, 16, 1000, false, true}, Case{1, 8, 1, 1, 20000, false, false}}) {
-    const int64_t g = c.hq / c.hkv;
-    std::string text = absl::StrFormat(
-        R"(graph g(q: bf16[%1$d,%2$d,%4$d,128], k: bf16[%1$d,%3$d,%5$d,128], v: bf16[%1$d,%3$d,%5$d,128]%7$s) {
-      k5 = reshape(k) {shape = [%1$d, %3$d, 1, %5$d, 128]}
-      v5 = reshape(v) {shape = [%1$d, %3$d, 1, %5$d, 128]}
-      ke = broadcast_to(k5) {shape = [%1$d, %3$d, %6$d, %5$d, 128]}
-      ve = broadcast_to(v5) {shape = [%1$d, %3$d, %6$d, %5$d, 128]}
-      kk = reshape(ke) {shape = [%1$d, %2$d, %5$d, 128]}
-      vv = reshape(ve) {shape = [%1$d, %2$d, %5$d, 128]}
-      y = attention(q, kk, vv%8$s) {causal = %9$s, scale = 0.0}
-      return y })",
-        c.b, c.hq, c.hkv, c.s, c.t, g, c.mask ? absl::StrFormat(", m: bf16[%d,1,1,%d]", c.b, c.t) : "",
-        c.mask ? ", m" : "", c.causal ? "true" : "false");
+    const std::string text = testing_codegen::GqaGraph("bf16", c.b, c.hq, c.hkv, c.s, c.t, 128, c.causal, 0.0, c.mask);
     auto analysis = Analyze(Parse(text), AnalyzeOptions{});
     ASSERT_TRUE(analysis.ok()) << analysis.status();
     const Region* region = testing_codegen::AttentionRegion(*analysis);
     ASSERT_TRUE(region != nullptr && region->attention);
-    EXPECT_EQ(region->attention->group, g);
+    EXPECT_EQ(region->attention->group, c.hq / c.hkv);
     const KernelParams d = DefaultParams(*region, analysis->plan.device);
     EXPECT_GT(d.split, 1) << "few K/V batches with long keys are split";
     CheckAttention(absl::StrFormat("attn_decode_b%d_hq%d_hkv%d_S%d_T%d%s%s", c.b, c.hq, c.hkv, c.s, c.t,

@@ -14,6 +14,7 @@ namespace {
 
 using testing_codegen::AnalyzeText;
 using testing_codegen::AttentionRegion;
+using testing_codegen::GqaGraph;
 using testing_codegen::QkvGraph;
 
 TEST(StridedViewTest, ReshapeSplitsAndMergesAtoms) {
@@ -75,16 +76,7 @@ TEST(AttentionPlanTest, QkvSlicesAndHeadTransposesFoldIntoOneKernel) {
 
 TEST(AttentionPlanTest, GroupedQueryHeadsReadSharedKeysWithoutACopy) {
   // K/V with 2 heads serve 8 query heads: unsqueeze, expand, merge (as exporters write GQA).
-  Analysis a = AnalyzeText(R"(graph g(q: f16[1,8,33,64], k: f16[1,2,40,64], v: f16[1,2,40,64]) {
-      k5 = reshape(k) {shape = [1, 2, 1, 40, 64]}
-      v5 = reshape(v) {shape = [1, 2, 1, 40, 64]}
-      ke = broadcast_to(k5) {shape = [1, 2, 4, 40, 64]}
-      ve = broadcast_to(v5) {shape = [1, 2, 4, 40, 64]}
-      kk = reshape(ke) {shape = [1, 8, 40, 64]}
-      vv = reshape(ve) {shape = [1, 8, 40, 64]}
-      y = attention(q, kk, vv) {causal = false, scale = 0.125}
-      return y
-    })");
+  Analysis a = AnalyzeText(GqaGraph("f16", 1, 8, 2, 33, 40, 64, false, 0.125));
   const Region* r = AttentionRegion(a);
   ASSERT_NE(r, nullptr);
   ASSERT_TRUE(r->placed) << r->placed.reason();
@@ -95,16 +87,7 @@ TEST(AttentionPlanTest, GroupedQueryHeadsReadSharedKeysWithoutACopy) {
   EXPECT_EQ(r->attention->k.ToString(), "k +0 batch (2:2560) seq 40:64 inner 64:1");
   EXPECT_EQ(r->attention->q.ToString(), "q +0 batch (8:2112) seq 33:64 inner 64:1");
   // Longer queries keep one head per block and read K/V through the stride-0 atom (4: 0).
-  Analysis prefill = AnalyzeText(R"(graph g(q: f16[1,8,100,64], k: f16[1,2,40,64], v: f16[1,2,40,64]) {
-      k5 = reshape(k) {shape = [1, 2, 1, 40, 64]}
-      v5 = reshape(v) {shape = [1, 2, 1, 40, 64]}
-      ke = broadcast_to(k5) {shape = [1, 2, 4, 40, 64]}
-      ve = broadcast_to(v5) {shape = [1, 2, 4, 40, 64]}
-      kk = reshape(ke) {shape = [1, 8, 40, 64]}
-      vv = reshape(ve) {shape = [1, 8, 40, 64]}
-      y = attention(q, kk, vv) {causal = false, scale = 0.125}
-      return y
-    })");
+  Analysis prefill = AnalyzeText(GqaGraph("f16", 1, 8, 2, 100, 40, 64, false, 0.125));
   const Region* p = AttentionRegion(prefill);
   ASSERT_TRUE(p != nullptr && p->attention);
   EXPECT_EQ(p->attention->group, 1);
