@@ -1,5 +1,5 @@
 // The C++ API every entry point shares (DESIGN.md §1): load a graph from a file, run the
-// pass pipeline, and plan fusion. The CLI, the Python package and the examples call these,
+// pass pipeline, and plan fusion. The CLI and the examples call these,
 // never the layers below directly. Running a compiled Program is runtime/executable.h's job
 // (and runtime/artifact.h saves and loads it).
 #ifndef KILN_API_COMPILER_H_

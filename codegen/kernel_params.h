@@ -1,5 +1,5 @@
 // KernelParams: how a region's kernel is launched and tiled, as a hashable value (DESIGN.md §5,
-// practice 11): passes decide *what* is fused, the autotuner (later) picks among
+// practice 11): passes decide *what* is fused, the autotuner (runtime/jit/autotune.h) picks among
 // CandidateParams() *how* it runs. DefaultParams() is the heuristic used without tuning.
 //
 //   block_size      threads per block (a multiple of 32, at most 1024)
@@ -73,7 +73,7 @@ absl::Status ValidateParams(const KernelParams& params);
 //    (passes/fusion/layout_access.h; the cost model prices the same tile).
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device);
 
-// A small list for a later autotuner (the default first, no duplicates, all valid for the region).
+// The autotuner's candidates (the default first, no duplicates, all valid for the region).
 std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec& device);
 
 

@@ -31,7 +31,7 @@
 //    any x extent >= blocks_per_item_group is correct; Grid() covers count in one sweep.
 //  * Every output element is written exactly once per launch; no output is read.
 //
-// The name is "kiln_<kind>_<16 hex digits>", the hash of the source body (itself a pure
+// The name is "kiln_<tag>_<16 hex digits>" (the kind table's tag: pw, row, col, layout, attn), the hash of the source body (itself a pure
 // function of the region's nodes, dtypes, non-batch extents and the KernelParams), so the same
 // region always gives the same name and source, and equal kernels share one name.
 #ifndef KILN_CODEGEN_KERNEL_SOURCE_H_
@@ -78,7 +78,7 @@ struct KernelSource {
   std::string template_name;      // e.g. "row_reduce.cuh"
   std::vector<KernelArg> args;    // pointer parameters in order
   bool has_scratch = false;
-  std::string count_meaning;      // "elements" or "rows"
+  std::string count_meaning;      // "elements", "rows", "tiles" or "K/V batches"
   int64_t count = 0;              // the region's own value of the count argument
   LaunchRule launch;
   int64_t scratch_fixed_bytes = 0;      // scratch = fixed + per_count * count (0: no scratch)

@@ -3,7 +3,7 @@
 // A column region lives in a space [outer x K x I]: it reduces the K axis (not the innermost)
 // of every column (o, i). K and I are compile-time constants; the run-time argument is the
 // number of tiles, outer x ceil(I / kTileI).
-// Codegen (codegen/emit_row.cc, in column mode) generates a `Body` of fused expressions; the
+// Codegen (codegen/emit_reduce.cc, in column mode) generates a `Body` of fused expressions; the
 // loops are here. A block owns a tile of kTileI = kLanesI x kV adjacent columns of one o: its
 // threads are kLanesI wide along i (each kV adjacent columns: one 16-byte vector, coalesced
 // across the warp) and kRowsK deep along K (each a strided share of K). With kSplit > 1 the K

@@ -1,5 +1,5 @@
-// pointwise.cuh: the elementwise kernel (region kinds pointwise and layout, and the column
-// reductions of the serial emitter) and the f32 helpers generated expressions call. The kernel
+// pointwise.cuh: the elementwise kernel (region kinds pointwise and layout, when they are not
+// tiled) and the f32 helpers generated expressions call. The kernel
 // is one grid-stride loop over a run-time element count; codegen (emit_elementwise.cc)
 // generates only the Body: straight-line code from the op table for kV consecutive elements
 // (Vector) and for one (Scalar). All index arithmetic is 64-bit, so tensors above 2^31

@@ -1,7 +1,7 @@
 // row_reduce.cuh: the row-reduction kernel (region kind row_reduction), as a template.
 //
 // A row region lives in a row space [rows x N]: N (the row length) is a compile-time constant,
-// rows a run-time argument. The loop structure is here; codegen (codegen/emit_row.cc)
+// rows a run-time argument. The loop structure is here; codegen (codegen/emit_reduce.cc + reduce_values.cc)
 // generates only a `Body`: the fused expressions of one region, as small member functions
 // that this kernel calls (the contract is the RowKernel comment below). One row is owned by a
 // group of kThreadsPerRow threads: part of a warp (4, 8, 16 lanes: short rows, several per

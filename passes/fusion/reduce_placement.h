@@ -17,7 +17,7 @@
 // reduced over every row, e.g. a mean loss), the reduce_max / reduce_sum(exp(x - max)) pairs a
 // streamed row computes in one online pass, the one-hot row sums read as one element
 // (cross-entropy's target pick), and for rows the on-chip fit (passes/cost/row_fit.h). The row
-// kernel (codegen/emit_row.cc) and the cost model both read this; neither re-derives it.
+// kernel (codegen/emit_reduce.cc) and the cost model both read this; neither re-derives it.
 #ifndef KILN_PASSES_FUSION_REDUCE_PLACEMENT_H_
 #define KILN_PASSES_FUSION_REDUCE_PLACEMENT_H_
 
