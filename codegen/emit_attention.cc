@@ -49,6 +49,8 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", params.ToString(), ": an attention block is 32 x warps threads"));
   }
+  // The emitter knows no device: the tiles must fit the h100 spec's limits (sm_90's largest
+  // block); a GPU with less shared memory refuses the launch with the driver's message.
   const FusionDecision fit = AttentionTilesFit(plan, tiles, H100Spec());
   if (!fit) return absl::InvalidArgumentError(absl::StrCat("KernelParams ", params.ToString(), ": ", fit.reason()));
 
