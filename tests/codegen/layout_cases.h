@@ -9,6 +9,7 @@
 #ifndef KILN_TESTS_CODEGEN_LAYOUT_CASES_H_
 #define KILN_TESTS_CODEGEN_LAYOUT_CASES_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,27 @@
 #include "absl/strings/str_format.h"
 
 namespace kiln::testing_codegen {
+
+// Rotary embeddings as ONNX exporters write them (Slice, Neg, Concat, Mul, Add): x of shape
+// `lead` + [seq, head], rotated by halves of the head dim, with cos/sin tables [seq, head].
+inline std::string RotaryGraph(const std::string& dtype, const std::vector<int64_t>& lead, int64_t seq, int64_t head) {
+  auto dims = [&](int64_t last, int64_t fill = -1) {
+    std::string out;
+    for (int64_t d : lead) out += std::to_string(fill < 0 ? d : fill) + ", ";
+    return out + std::to_string(fill < 0 ? seq : fill) + ", " + std::to_string(last);
+  };
+  const std::string full = dtype + "[" + dims(head) + "]", half = dtype + "[" + dims(head / 2) + "]";
+  const std::string table = dtype + "[" + std::to_string(seq) + "," + std::to_string(head) + "]";
+  const std::string ones = dims(1, 1), zeros = dims(0, 0), axis = std::to_string(lead.size() + 1);
+  auto slice = [&](const std::string& name, int64_t start, int64_t end) {
+    return "  " + name + ": " + half + " = slice(x) {ends = [" + dims(end) + "], starts = [" +
+           zeros.substr(0, zeros.size() - 1) + std::to_string(start) + "], steps = [" + ones + "]}\n";
+  };
+  return "graph g(x: " + full + ", c: " + table + ", s: " + table + ") {\n" + slice("x1", 0, head / 2) +
+         slice("x2", head / 2, head) + "  n: " + half + " = neg(x2)\n  r: " + full + " = concat(n, x1) {axis = " + axis +
+         "}\n  a: " + full + " = mul(x, c)\n  b: " + full + " = mul(r, s)\n  y: " + full +
+         " = add(a, b)\n  return y\n}\n";
+}
 
 inline std::vector<std::pair<std::string, std::string>> TiledLayoutGraphs() {
   std::vector<std::pair<std::string, std::string>> graphs;
@@ -156,36 +178,9 @@ inline std::vector<std::pair<std::string, std::string>> VectorLayoutGraphs() {
           y: f32[5,16] = concat(a, b) {axis = 1}
           return y
         })"},
-      {"rotary_bf16_vec", R"(graph g(x: bf16[2,3,33,64], c: bf16[33,64], s: bf16[33,64]) {
-          x1: bf16[2,3,33,32] = slice(x) {ends = [2, 3, 33, 32], starts = [0, 0, 0, 0], steps = [1, 1, 1, 1]}
-          x2: bf16[2,3,33,32] = slice(x) {ends = [2, 3, 33, 64], starts = [0, 0, 0, 32], steps = [1, 1, 1, 1]}
-          n: bf16[2,3,33,32] = neg(x2)
-          r: bf16[2,3,33,64] = concat(n, x1) {axis = 3}
-          a: bf16[2,3,33,64] = mul(x, c)
-          b: bf16[2,3,33,64] = mul(r, s)
-          y: bf16[2,3,33,64] = add(a, b)
-          return y
-        })"},
-      {"rotary_f16_head128_vec", R"(graph g(x: f16[1,4,7,128], c: f16[7,128], s: f16[7,128]) {
-          x1: f16[1,4,7,64] = slice(x) {ends = [1, 4, 7, 64], starts = [0, 0, 0, 0], steps = [1, 1, 1, 1]}
-          x2: f16[1,4,7,64] = slice(x) {ends = [1, 4, 7, 128], starts = [0, 0, 0, 64], steps = [1, 1, 1, 1]}
-          n: f16[1,4,7,64] = neg(x2)
-          r: f16[1,4,7,128] = concat(n, x1) {axis = 3}
-          a: f16[1,4,7,128] = mul(x, c)
-          b: f16[1,4,7,128] = mul(r, s)
-          y: f16[1,4,7,128] = add(a, b)
-          return y
-        })"},
-      {"rotary_f32_vec", R"(graph g(x: f32[3,5,64], c: f32[5,64], s: f32[5,64]) {
-          x1: f32[3,5,32] = slice(x) {ends = [3, 5, 32], starts = [0, 0, 0], steps = [1, 1, 1]}
-          x2: f32[3,5,32] = slice(x) {ends = [3, 5, 64], starts = [0, 0, 32], steps = [1, 1, 1]}
-          n: f32[3,5,32] = neg(x2)
-          r: f32[3,5,64] = concat(n, x1) {axis = 2}
-          a: f32[3,5,64] = mul(x, c)
-          b: f32[3,5,64] = mul(r, s)
-          y: f32[3,5,64] = add(a, b)
-          return y
-        })"},
+      {"rotary_bf16_vec", RotaryGraph("bf16", {2, 3}, 33, 64)},
+      {"rotary_f16_head128_vec", RotaryGraph("f16", {1, 4}, 7, 128)},
+      {"rotary_f32_vec", RotaryGraph("f32", {3}, 5, 64)},
       {"patchify_f16_vec", R"(graph g(x: f16[2,3,32,32]) {
           x6: f16[2,3,2,16,2,16] = reshape(x) {shape = [2, 3, 2, 16, 2, 16]}
           t: f16[2,2,2,16,16,3] = transpose(x6) {perm = [0, 2, 4, 3, 5, 1]}

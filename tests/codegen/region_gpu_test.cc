@@ -286,16 +286,7 @@ TEST_F(RegionGpuTest, VectorisedLayouts) {
 
 // Rotary embeddings as ONNX exporters write them (Slice, Neg, Concat, Mul, Add): one kernel.
 TEST_F(RegionGpuTest, RotaryEmbeddingIsOneKernel) {
-  EXPECT_EQ(CheckGraph("rotary_bf16", Parse(R"(graph g(x: bf16[2,4,33,64], c: bf16[33,64], s: bf16[33,64]) {
-      x1: bf16[2,4,33,32] = slice(x) {ends = [2, 4, 33, 32], starts = [0, 0, 0, 0], steps = [1, 1, 1, 1]}
-      x2: bf16[2,4,33,32] = slice(x) {ends = [2, 4, 33, 64], starts = [0, 0, 0, 32], steps = [1, 1, 1, 1]}
-      n: bf16[2,4,33,32] = neg(x2)
-      r: bf16[2,4,33,64] = concat(n, x1) {axis = 3}
-      a: bf16[2,4,33,64] = mul(x, c)
-      b: bf16[2,4,33,64] = mul(r, s)
-      y: bf16[2,4,33,64] = add(a, b)
-      return y
-    })")), 1);
+  EXPECT_EQ(CheckGraph("rotary_bf16", Parse(testing_codegen::RotaryGraph("bf16", {2, 4}, 33, 64))), 1);
 }
 
 // After every test of the binary (this file's and op_table_gpu_test.cc's): the totals.

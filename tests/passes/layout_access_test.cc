@@ -5,6 +5,7 @@
 
 #include "passes/cost/cost_model.h"
 #include "passes/fusion/priority_fusion.h"
+#include "tests/codegen/layout_cases.h"
 #include "tests/passes/pass_test_util.h"
 
 namespace kiln {
@@ -207,16 +208,7 @@ TEST(LayoutAccessTest, TiledPriceIsTheCopyBandwidthPlainPriceCarriesTheWaste) {
 // Rotary embeddings as exporters write them (Slice, Neg, Concat, Mul, Add) plan into one
 // pointwise region over the output: the halves are members evaluated where the concat needs them.
 TEST(LayoutAccessTest, RotaryEmbeddingIsOneRegion) {
-  auto g = testing::Parse(R"(graph g(x: bf16[2,4,33,64], c: bf16[33,64], s: bf16[33,64]) {
-    x1: bf16[2,4,33,32] = slice(x) {ends = [2, 4, 33, 32], starts = [0, 0, 0, 0], steps = [1, 1, 1, 1]}
-    x2: bf16[2,4,33,32] = slice(x) {ends = [2, 4, 33, 64], starts = [0, 0, 0, 32], steps = [1, 1, 1, 1]}
-    n: bf16[2,4,33,32] = neg(x2)
-    r: bf16[2,4,33,64] = concat(n, x1) {axis = 3}
-    a: bf16[2,4,33,64] = mul(x, c)
-    b: bf16[2,4,33,64] = mul(r, s)
-    y: bf16[2,4,33,64] = add(a, b)
-    return y
-  })");
+  auto g = testing::Parse(testing_codegen::RotaryGraph("bf16", {2, 4}, 33, 64));
   auto plan = PlanFusion(*g, H100Spec());
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->num_kernels(), 1);
