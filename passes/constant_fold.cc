@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ir/base/status.h"
 #include "ir/interpreter.h"
@@ -24,13 +25,18 @@ absl::StatusOr<bool> ConstantFold::Run(Graph& graph) {
     if (!std::all_of(node->operands().begin(), node->operands().end(), known)) continue;
     // Evaluate the node alone: a tiny graph of its constant operands and itself.
     Graph tiny("fold");
+    // An operand used twice (mul(x, x)) is one constant of the tiny graph.
     std::vector<Node*> operands;
+    absl::flat_hash_map<const Node*, Node*> copies;
     for (Node* operand : node->operands()) {
-      const Tensor value = operand->op() == OpKind::kConstant ? *operand->value() : Tensor(operand->dtype(), operand->shape());
-      KILN_ASSIGN_OR_RETURN(Node * c, tiny.AddConstant(operand->name(), value));
+      Node*& c = copies[operand];
+      if (c == nullptr) {
+        const Tensor value = operand->op() == OpKind::kConstant ? *operand->value() : Tensor(operand->dtype(), operand->shape());
+        KILN_ASSIGN_OR_RETURN(c, tiny.AddConstant(operand->name(), value));
+      }
       operands.push_back(c);
     }
-    KILN_ASSIGN_OR_RETURN(Node * copy, tiny.AddNode(node->op(), operands, node->attrs(), "y"));
+    KILN_ASSIGN_OR_RETURN(Node * copy, tiny.AddNode(node->op(), operands, node->attrs(), tiny.FreshName("y")));
     KILN_RETURN_IF_ERROR(tiny.AddOutput(copy));
     absl::StatusOr<std::vector<Tensor>> value = Interpret(tiny, {});
     if (!value.ok()) {

@@ -57,6 +57,23 @@ TEST(ConstantFoldTest, AReductionOverAnEmptyAxisIsItsIdentity) {
   )")) << out;
 }
 
+// reduce_sum_square over an empty axis: mul(x, x) of an empty x folds first, with x once in
+// the node's own tiny graph (ONNX's test_reduce_sum_square_empty_set once failed on it).
+TEST(ConstantFoldTest, AnOperandUsedTwiceFoldsOnce) {
+  auto g = Parse(R"(graph g(data: f32[2,0,4]) {
+    sq: f32[2,0,4] = mul(data, data)
+    s: f32[2,1,4] = reduce_sum(sq) {axes = [1], keep_dims = true}
+    return s
+  })");
+  ConstantFold pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  std::string out = PrintGraph(*g);
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK-NOT: reduce_sum
+    CHECK: constant() {data = [0, 0, 0, 0, 0, 0, 0, 0]}
+  )")) << out;
+}
+
 TEST(ConstantFoldTest, LargeResultsStayComputed) {
   auto g = Parse(R"(graph g(x: f32[4]) {
     i: i64[100] = iota() {axis = 0, dtype = "i64", shape = [100]}
