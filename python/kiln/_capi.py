@@ -2,7 +2,7 @@
 errors its status codes become.
 
 The library is looked for, in order:
-  1. the file named by the environment variable KILN_LIBRARY;
+  1. the file named by the environment variable KILN_LIBRARY (when set, nothing else is tried);
   2. next to this package (kiln/libkiln.so, as a wheel or an install would put it);
   3. a build tree: $KILN_BUILD_DIR/api, then build/api/ of the source tree this package sits in
      (python/kiln/../../build/api/libkiln.so);
@@ -93,6 +93,8 @@ def _load():
     for where, path in _candidates():
         if not path.exists():
             tried.append(f"{path} ({where}): not there")
+            if where == "KILN_LIBRARY":
+                break  # an explicit choice that is missing is not silently replaced
             continue
         try:
             return ctypes.CDLL(str(path)), str(path)
@@ -100,13 +102,13 @@ def _load():
             tried.append(f"{path} ({where}): {e}")
             if where == "KILN_LIBRARY":
                 break  # an explicit choice that fails is not silently replaced
-    found = ctypes.util.find_library("kiln")
+    found = None if os.environ.get("KILN_LIBRARY") else ctypes.util.find_library("kiln")
     if found:
         try:
             return ctypes.CDLL(found), found
         except OSError as e:
             tried.append(f"{found} (system loader): {e}")
-    else:
+    elif not os.environ.get("KILN_LIBRARY"):
         tried.append("libkiln.so via the system loader: not found")
     raise ImportError(
         "kiln: cannot load libkiln.so, kiln's C library. Build it (cmake --build build --target kiln_c, "
