@@ -102,7 +102,7 @@ KILN_C_API int kiln_graph_add_node(kiln_graph* graph, const char* op, const int6
                                    int64_t* out_id);
 /* Marks value `id` as an output called `name` (NULL or "": the value's name). */
 KILN_C_API int kiln_graph_add_output(kiln_graph* graph, int64_t id, const char* name);
-/* Value `id`'s name, dtype and shape (while building). */
+/* The name, dtype and shape of value `id` (an id the add_* functions returned). */
 KILN_C_API int kiln_graph_value_info(const kiln_graph* graph, int64_t id, kiln_tensor_info* info);
 /* Verifies the whole graph (kiln_compile and kiln_graph_reference do it too). */
 KILN_C_API int kiln_graph_verify(const kiln_graph* graph);

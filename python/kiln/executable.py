@@ -35,9 +35,13 @@ class Executable:
     def __init__(self, handle, device_ordinal=0):
         self._handle = handle
         self.device_ordinal = device_ordinal
+
+    @property
+    def graph(self):
+        """The source graph (a kiln.Graph borrowed from this executable, which it keeps alive)."""
         graph = ctypes.c_void_p()
-        check(lib.kiln_executable_graph(handle, ctypes.byref(graph)))
-        self.graph = Graph(_handle=graph.value, _owner=self)  # the source graph, borrowed
+        check(lib.kiln_executable_graph(self._handle, ctypes.byref(graph)))
+        return Graph(_handle=graph.value, _owner=self)
 
     def __del__(self):
         if getattr(self, "_handle", None):
@@ -79,10 +83,11 @@ class Executable:
     def _run_torch(self, tensors):
         import torch
 
-        inputs, outputs = self.inputs, self.outputs
+        graph = self.graph
+        inputs, outputs = graph.inputs, graph.outputs
         if len(tensors) != len(inputs):
             names = ", ".join(i.name for i in inputs)
-            raise ValueError(f"graph '{self.graph.name}' takes {len(inputs)} inputs ({names}), got {len(tensors)}")
+            raise ValueError(f"graph '{graph.name}' takes {len(inputs)} inputs ({names}), got {len(tensors)}")
         device = None
         for i, (t, info) in enumerate(zip(tensors, inputs)):
             label = f"input #{i} '{info.name}'"
