@@ -38,6 +38,12 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportJsonGraph(const std::string& json_t
 // and imports it with the file's folder as base_dir and the path as source_name.
 absl::StatusOr<std::unique_ptr<Graph>> ImportJsonGraphFile(const std::string& path);
 
+// Reads one node's attributes, a JSON object such as {"axis": -1, "epsilon": 1e-5}, as the
+// importer reads a node's "attrs" (checked against the op's schema, defaults filled in). The
+// C ABI (api/kiln.h) builds graphs node by node with it. Empty text means no attributes.
+absl::StatusOr<Attributes> ImportJsonAttributes(const std::string& json_text, OpKind op,
+                                                const std::string& source_name = "<attrs>");
+
 struct JsonExportOptions {
   // Constants with more bytes than this go to a side file `<data_prefix>.bin` in `data_dir`
   // (raw little-endian, one after another, each at a 64-byte aligned offset) instead of

@@ -529,6 +529,15 @@ absl::StatusOr<std::unique_ptr<Graph>> ImportJsonGraph(const std::string& json_t
   return graph;
 }
 
+absl::StatusOr<Attributes> ImportJsonAttributes(const std::string& json_text, OpKind op,
+                                                const std::string& source_name) {
+  rapidjson::Document doc;
+  KILN_RETURN_IF_ERROR(json_internal::ParseDocument(json_text.empty() ? "{}" : json_text, source_name, doc));
+  auto attrs = GetAttrs(doc, op, "attrs");
+  if (!attrs.ok()) return WithSource(attrs.status(), source_name);
+  return attrs;
+}
+
 absl::StatusOr<std::unique_ptr<Graph>> ImportJsonGraphFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
