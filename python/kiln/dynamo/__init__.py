@@ -6,7 +6,8 @@ docs/torch.md.
 """
 
 from .backend import Report, config, explain, kiln_backend, stats  # noqa: F401
-from .convert import Unsupported, convert  # noqa: F401
+from . import convert  # noqa: F401  (the module: kiln.dynamo.convert.convert converts)
+from .convert import Unsupported  # noqa: F401
 
 __all__ = ["kiln_backend", "explain", "config", "stats", "Report", "convert", "Unsupported", "register"]
 

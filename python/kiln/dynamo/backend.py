@@ -308,14 +308,12 @@ def _partition(gm, graph_kind):
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
     keep = []
-    decided = []
     for p in partitions:
         nodes = sorted(p.nodes, key=lambda n: list(gm.graph.nodes).index(n)) if len(p.nodes) < 200 else list(p.nodes)
         ok, why = region_policy(nodes)
         ops = [_op_name(n.target) for n in nodes if n.op == "call_function" and n.target is not _operator.getitem]
         if ok:
             keep.append(p)
-            decided.append((p, ops, why))
         else:
             entry = {"graph": graph_kind, "region": "-", "ops": ops, "target": "torch", "reason": why,
                      "copies": []}
@@ -334,16 +332,14 @@ def _partition(gm, graph_kind):
     if not keep:
         return gm
     fused = partitioner.fuse_partitions(keep)
-    # fuse_partitions names the submodules fused_<id>; match them back to our partitions
-    by_id = {}
-    for p, ops, why in decided:
-        by_id[f"fused_{p.id}"] = (ops, why)
     for name, sub in list(fused.named_children()):
-        if not name.startswith("fused_"):
+        if not isinstance(sub, torch.fx.GraphModule) or not name.startswith("fused_"):
             continue
         _counter[0] += 1
         rname = f"kiln_{_counter[0]}"
-        ops, why = by_id.get(name, ([_op_name(n.target) for n in sub.graph.nodes if n.op == "call_function"], ""))
+        calls = [n for n in sub.graph.nodes if n.op == "call_function"]
+        _, why = region_policy(calls)
+        ops = [_op_name(n.target) for n in calls if n.target is not _operator.getitem]
         entry = {"graph": graph_kind, "region": rname, "ops": ops, "target": "kiln", "reason": why,
                  "copies": [], "compiles": 0}
         _record(entry)

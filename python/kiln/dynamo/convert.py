@@ -860,22 +860,23 @@ def _full_check(n, **a):
 # ---- matmul ----------------------------------------------------------------------------------
 
 @handles(*_aten("mm"), *_aten("bmm"), *_aten("matmul"))
-def _mm(c, n, self, other):
+def _mm(c, n, **args):
     dtype, shape = c.out_meta(n)
-    a, b = c.value(self, dtype), c.value(other, dtype)
+    a, b = c.value(n.args[0], dtype), c.value(n.args[1], dtype)
     if len(a.shape) < 2 or len(b.shape) < 2:
         raise Unsupported("matmul of a vector")
     return c.b.op("matmul", [a, b], dtype, shape)
 
 
 @checks(*_aten("matmul"))
-def _matmul_check(n, self, other):
+def _matmul_check(n, self, other):  # noqa: D401 -- aten.matmul(self, other)
     if _val(self) is not None and (_val(self).dim() < 2 or _val(other).dim() < 2):
         raise Unsupported("matmul of a vector")
 
 
 @handles(*_aten("addmm"), *_aten("baddbmm"))
-def _addmm(c, n, self, mat1, mat2, beta=1, alpha=1):
+def _addmm(c, n, self, beta=1, alpha=1, **args):
+    mat1, mat2 = n.args[1], n.args[2]
     dtype, shape = c.out_meta(n)
     a, b = c.value(mat1, dtype), c.value(mat2, dtype)
     mm = c.b.op("matmul", [a, b], dtype, tuple(_broadcast(a.shape[:-2], b.shape[:-2])) + (a.shape[-2], b.shape[-1]))
