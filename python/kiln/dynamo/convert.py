@@ -482,6 +482,8 @@ def _getitem(c, n):
         raise Unsupported(f"getitem on a non-tuple {n.args[0].name}")
     v = parent[n.args[1]]
     if v is None:
+        if not n.users:
+            return None  # a dead getitem (make_fx keeps them)
         raise Unsupported(f"output {n.args[1]} of {n.args[0].target} is not provided")
     return v
 
