@@ -14,6 +14,7 @@ import unittest
 import warnings
 from contextlib import redirect_stderr
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_dynamo_helpers import HAVE_TORCH, ROOT, TOL, cli_compile, kiln_bin
 
 if HAVE_TORCH:

@@ -10,6 +10,7 @@ import sys
 import unittest
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_dynamo_helpers import HAVE_TORCH, ROOT, have_kiln_lib
 
 if HAVE_TORCH:
