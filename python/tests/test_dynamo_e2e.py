@@ -1,0 +1,130 @@
+"""torch.compile(m, backend="kiln") on the GPU against eager: the five modules of
+bench/torch_modules.py in f32 and bf16, eval and train. Needs torch with CUDA and kiln's
+library (kiln.compile); skipped otherwise.
+
+    python3 -m unittest python/tests/test_dynamo_e2e.py
+"""
+
+import os
+import sys
+import unittest
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_dynamo_helpers import HAVE_TORCH, ROOT, have_kiln_lib
+
+if HAVE_TORCH:
+    import torch
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import torch_modules as TM
+
+HAVE_CUDA = HAVE_TORCH and torch.cuda.is_available()
+needs_gpu = unittest.skipUnless(HAVE_CUDA and have_kiln_lib(), "needs torch with CUDA and kiln's library")
+
+# output and gradient tolerances per dtype (a whole block, rounding at every kernel boundary)
+TOL = {"f32": (2e-3, 2e-3), "bf16": (6e-2, 6e-2)}
+DTYPES = {"f32": None, "bf16": None}
+if HAVE_TORCH:
+    DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
+def _compile(m):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return torch.compile(m, backend="kiln", dynamic=False)
+
+
+@needs_gpu
+class EndToEndTest(unittest.TestCase):
+    def setUp(self):
+        import kiln.dynamo as kd
+
+        self.kd = kd
+
+    def _module(self, name, dt, train, p=0.0):
+        torch.manual_seed(0)
+        m = TM.build(name, d=256, heads=4 if name != "llama_block" else 8, kv_heads=2, vocab=1000, p=p)
+        m = m.to("cuda", DTYPES[dt]).train(train)
+        inp = TM.make_inputs(name, m, batch=2, seq=128, device="cuda", dtype=DTYPES[dt])
+        return m, inp
+
+    def test_modules_match_eager(self):
+        for name in TM.NAMES:
+            for dt in ("f32", "bf16"):
+                for train in (False, True):
+                    with self.subTest(module=name, dtype=dt, train=train):
+                        m, inp = self._module(name, dt, train)
+                        rtol, atol = TOL[dt]
+                        ref = m(*inp)
+                        if train:
+                            ref.float().sum().backward()
+                            gref = [p.grad.clone() for p in m.parameters()]
+                            m.zero_grad()
+                        before = dict(self.kd.stats)
+                        cm = _compile(m)
+                        with warnings.catch_warnings(record=True) as w:
+                            warnings.simplefilter("always")
+                            out = cm(*inp)
+                            if train:
+                                out.float().sum().backward()
+                        torch.testing.assert_close(out.float(), ref.float(), rtol=rtol, atol=atol)
+                        if train:
+                            for p, g in zip(m.parameters(), gref):
+                                torch.testing.assert_close(p.grad.float(), g.float(), rtol=rtol, atol=atol * 4)
+                            m.zero_grad()
+                        self.assertGreater(self.kd.stats["runs"], before["runs"], "no kiln region ran")
+                        self.assertEqual([str(x.message) for x in w if "kiln" in str(x.message)], [])
+                        # same shapes again: nothing compiles
+                        n = self.kd.stats["compiles"]
+                        cm(*inp)
+                        self.assertEqual(self.kd.stats["compiles"], n)
+
+    def test_dropout_statistics_and_self_consistency(self):
+        for name in ("gpt2_block", "bert_layer"):
+            with self.subTest(module=name):
+                m, inp = self._module(name, "f32", True, p=0.1)
+                cm = _compile(m)
+                torch.manual_seed(3)
+                a = cm(*inp)
+                torch.manual_seed(3)
+                b = cm(*inp)
+                c = cm(*inp)
+                self.assertTrue(torch.equal(a, b), "torch.manual_seed does not make kiln's dropout repeatable")
+                self.assertFalse(torch.equal(a, c))
+                m.eval()
+                ev = m(*inp)
+                # the mean over many elements of train-mode outputs stays near eval mode's
+                self.assertLess((a.float().mean() - ev.float().mean()).abs().item(), 0.05)
+        x = torch.ones(1 << 20, device="cuda", requires_grad=True)
+        f = _compile(lambda x: torch.nn.functional.dropout(x * 2.0, 0.25, True) + 0.0)
+        y = f(x)
+        kept = (y != 0).float().mean().item()
+        self.assertLess(abs(kept - 0.75), 0.005)
+        y.sum().backward()
+        torch.testing.assert_close(x.grad, (y != 0).float() * 2.0 / 0.75)
+
+    def test_bad_calls_raise_and_do_not_corrupt_later_calls(self):
+        m, inp = self._module("swiglu_mlp", "f32", False)
+        cm = _compile(m)
+        with torch.no_grad():
+            good = cm(*inp)
+            for bad in (inp[0].cpu(), inp[0].to(torch.float16), inp[0][..., :100]):
+                with self.subTest(bad=(bad.device.type, bad.dtype, tuple(bad.shape))):
+                    with self.assertRaises(Exception):
+                        cm(bad)
+            torch.testing.assert_close(cm(*inp), good)
+
+    def test_explain(self):
+        m, inp = self._module("gpt2_block", "bf16", False)
+        with torch.no_grad():
+            rep = self.kd.explain(m, *inp)
+        self.assertTrue(rep.kiln_regions(), str(rep))
+        ops = [o for r in rep.kiln_regions() for o in r["ops"]]
+        self.assertTrue(any("attention" in o for o in ops), str(rep))
+        self.assertTrue(any("layer_norm" in o for o in ops), str(rep))
+
+
+if __name__ == "__main__":
+    unittest.main()
