@@ -239,6 +239,9 @@ class KilnRegion(torch.nn.Module):
                 stats["copies"] += 1
             elif perm is not None:
                 a = a.permute(perm)
+            if a.data_ptr() % 16:  # a view at an offset: kiln's kernels load 16-byte vectors
+                a = a.clone()
+                stats["copies"] += 1
             tensors.append(a)
         if info["seed_input"] is not None:
             dev = args[0].device if args else "cpu"
