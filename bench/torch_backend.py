@@ -20,6 +20,7 @@ import sys
 import time
 
 import torch
+import torch._dynamo
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
@@ -71,7 +72,6 @@ def main():
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("needs a CUDA GPU")
-    import torch._dynamo
 
     backends = args.backends.split(",")
     if "kiln" in backends:

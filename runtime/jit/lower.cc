@@ -167,6 +167,7 @@ class Lowerer {
         Step step = NewStep(Step::Kind::kCopy, r.id, absl::StrCat("view ", out->name(), " (copy)"));
         step.copy = {from, bound->second};
         step.bytes = 2 * program_.buffers[from].bytes;
+        step.predicted_us = CopyUs(step.bytes);
         program_.steps.push_back(step);
         continue;
       }
@@ -340,11 +341,19 @@ class Lowerer {
         Step step = NewStep(Step::Kind::kCopy, -1, absl::StrCat("output ", o.name, " (copy)"));
         step.copy = {id, dst};
         step.bytes = 2 * b.bytes;
+        step.predicted_us = CopyUs(step.bytes);
         program_.steps.push_back(step);
         program_.outputs.push_back(dst);
       }
       program_.output_names.push_back(o.name);
     }
+  }
+
+  // A device-to-device copy (cuMemcpyDtoDAsync) moving `bytes` (read + write): one launch
+  // plus the bytes at the copy bandwidth the device spec was measured at.
+  double CopyUs(int64_t bytes) const {
+    const DeviceSpec& d = options_.device;
+    return d.dram_bytes_per_us > 0 ? d.launch_us + static_cast<double>(bytes) / d.dram_bytes_per_us : 0;
   }
 
   const LowerOptions& options_;
