@@ -80,11 +80,53 @@ class Executable:
             raise TypeError("kiln.Executable: give all inputs as torch tensors (GPU) or none (numpy, CPU reference)")
         return self.graph.reference(*tensors)
 
+    def _torch_plan(self):
+        """What every torch call checks against and allocates, read from the C ABI once: the
+        graph's inputs and outputs as (torch dtype, torch.Size), and reusable pointer arrays."""
+        plan = getattr(self, "_plan", None)
+        if plan is None:
+            import torch
+
+            graph = self.graph
+            inputs, outputs = graph.inputs, graph.outputs
+            want_in = tuple((getattr(torch, _TORCH_DTYPES[i.dtype]), torch.Size(i.shape)) for i in inputs)
+            want_out = tuple((getattr(torch, _TORCH_DTYPES[o.dtype]), torch.Size(o.shape)) for o in outputs)
+            arrays = ((ctypes.c_void_p * max(len(inputs), 1))(), (ctypes.c_void_p * max(len(outputs), 1))())
+            plan = self._plan = (graph, inputs, want_in, want_out, arrays)
+        return plan
+
     def _run_torch(self, tensors):
         import torch
 
-        graph = self.graph
-        inputs, outputs = graph.inputs, graph.outputs
+        graph, inputs, want_in, want_out, (in_ptrs, out_ptrs) = self._torch_plan()
+        device = tensors[0].device if tensors else None
+        # the fast check; any miss goes to _explain_bad_inputs for the message
+        ok = len(tensors) == len(want_in) and device is not None and device.type == "cuda"
+        if ok:
+            for i, (t, (dtype, shape)) in enumerate(zip(tensors, want_in)):
+                ptr = t.data_ptr()
+                if (t.dtype != dtype or t.shape != shape or t.device != device or not t.is_contiguous()
+                        or (ptr & 15 and t.numel())):
+                    ok = False
+                    break
+                in_ptrs[i] = ptr
+        if not ok:
+            self._explain_bad_inputs(graph, inputs, tensors)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        if index != self.device_ordinal:
+            raise ValueError(f"the inputs are on {device}, this executable runs on cuda:{self.device_ordinal} "
+                             "(compile or load it with device_ordinal=)")
+        results = tuple(torch.empty(shape, dtype=dtype, device=device) for dtype, shape in want_out)
+        for i, r in enumerate(results):
+            out_ptrs[i] = r.data_ptr()
+        stream = torch.cuda.current_stream(device).cuda_stream
+        check(lib.kiln_executable_run(self._handle, in_ptrs, len(want_in), out_ptrs, len(want_out), stream))
+        return results
+
+    def _explain_bad_inputs(self, graph, inputs, tensors):
+        """Raises the ValueError that names the first input the fast check refused."""
+        import torch
+
         if len(tensors) != len(inputs):
             names = ", ".join(i.name for i in inputs)
             raise ValueError(f"graph '{graph.name}' takes {len(inputs)} inputs ({names}), got {len(tensors)}")
@@ -106,17 +148,7 @@ class Executable:
                 raise ValueError(f"{label}: not contiguous (call .contiguous())")
             if t.numel() and t.data_ptr() % 16:
                 raise ValueError(f"{label}: data is not 16-byte aligned (a view at an offset? call .clone())")
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        if index != self.device_ordinal:
-            raise ValueError(f"the inputs are on {device}, this executable runs on cuda:{self.device_ordinal} "
-                             "(compile or load it with device_ordinal=)")
-        results = [torch.empty(tuple(o.shape), dtype=getattr(torch, _TORCH_DTYPES[o.dtype]), device=device)
-                   for o in outputs]
-        stream = torch.cuda.current_stream(device).cuda_stream
-        check(lib.kiln_executable_run(self._handle, _capi.pointer_array([t.data_ptr() for t in tensors]),
-                                      len(tensors), _capi.pointer_array([r.data_ptr() for r in results]),
-                                      len(results), stream))
-        return tuple(results)
+        raise AssertionError("kiln.Executable: the fast input check refused inputs the full check accepts")
 
     def __repr__(self):
         return f"<kiln.Executable '{self.graph.name}' for {self.arch}>"
