@@ -146,6 +146,9 @@ KILN_C_API int kiln_options_set_tune(kiln_options* options, int tune);
 KILN_C_API int kiln_options_set_cache_dir(kiln_options* options, const char* cache_dir);
 /* The CUDA device ordinal to run on (default 0). */
 KILN_C_API int kiln_options_set_device_ordinal(kiln_options* options, int ordinal);
+/* 1: executables compiled or loaded with these options run through a CUDA graph (as
+ * kiln_executable_set_cuda_graph(executable, 1)); 0 (default): they launch every step. */
+KILN_C_API int kiln_options_set_cuda_graph(kiln_options* options, int cuda_graph);
 
 /* ---- Executables ---- */
 
@@ -177,6 +180,20 @@ KILN_C_API int kiln_executable_prepare(kiln_executable* executable);
  * synchronize the stream before reading outputs. One executable runs on one stream at a time. */
 KILN_C_API int kiln_executable_run(kiln_executable* executable, const void* const* inputs, int64_t num_inputs,
                                    void* const* outputs, int64_t num_outputs, uint64_t stream);
+/* 1: kiln_executable_run replays the run as one CUDA graph launch on `stream`. The first run
+ * runs the steps once, then captures them (on a private stream: the legacy stream 0 works
+ * too) and instantiates the graph; a later run with the same input and output pointers
+ * replays it; one with other pointers captures again and updates the graph in place (or
+ * instantiates it afresh when the driver refuses the update), so keep the pointers fixed to
+ * get the saving. Values in the buffers (dropout seeds given as inputs included) are read at
+ * each replay. When `stream` is being captured by the caller (torch.cuda.graph), the steps
+ * are launched into that capture instead. 0 (default): every step is launched. */
+KILN_C_API int kiln_executable_set_cuda_graph(kiln_executable* executable, int cuda_graph);
+/* The host's launch calls per kiln_executable_run as the executable is set now: kernel
+ * launches, cuBLASLt calls (each launches kernels of its own) and device-to-device copies, or
+ * with the CUDA graph on, 1 graph launch. Needs no GPU. Each out pointer may be NULL. */
+KILN_C_API int kiln_executable_launches(const kiln_executable* executable, int64_t* kernels,
+                                        int64_t* library_calls, int64_t* copies, int64_t* graph_launches);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -21,7 +21,9 @@ namespace kiln {
 
 // Every driver entry point kiln uses. cuda.h maps names such as cuMemAlloc to their versioned
 // symbols (cuMemAlloc_v2) by macro; decltype(&::name) takes the prototype it maps to, and the
-// loader looks up that same versioned symbol.
+// loader looks up that same versioned symbol. The graph calls (runtime/cuda_graph.h) resolve
+// to cuStreamBeginCapture_v2 (with a CUstreamCaptureMode), cuGraphInstantiateWithFlags and
+// cuGraphExecUpdate_v2 (CUDA 12's form, with a CUgraphExecUpdateResultInfo*).
 #define KILN_CUDA_DRIVER_FUNCTIONS(X) \
   X(cuInit)                           \
   X(cuDriverGetVersion)               \
@@ -59,6 +61,14 @@ namespace kiln {
   X(cuStreamCreate)                   \
   X(cuStreamDestroy)                  \
   X(cuStreamSynchronize)              \
+  X(cuStreamIsCapturing)              \
+  X(cuStreamBeginCapture)             \
+  X(cuStreamEndCapture)               \
+  X(cuGraphInstantiate)               \
+  X(cuGraphExecUpdate)                \
+  X(cuGraphLaunch)                    \
+  X(cuGraphExecDestroy)               \
+  X(cuGraphDestroy)                   \
   X(cuEventCreate)                    \
   X(cuEventDestroy)                   \
   X(cuEventRecord)                    \

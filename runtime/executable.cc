@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "ir/base/status.h"
 #include "runtime/buffer_plan.h"
+#include "runtime/cuda_graph.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/launch.h"
 #include "runtime/matmul.h"
@@ -75,8 +76,10 @@ class Executable::Impl {
   std::vector<int> matmul_plans;      // per step (-1 for non-matmul steps)
   DeviceBuffer constants, arena, persistent;
   std::unique_ptr<MatmulRunner> matmuls;
+  std::unique_ptr<CudaGraphRunner> graph;  // created by the first RunGraph
 
   ~Impl() {
+    graph.reset();  // its exec refers to the modules
     for (CUmodule m : modules) cu->cuModuleUnload(m);
   }
 };
@@ -183,8 +186,8 @@ absl::Status CheckTensor(const CudaDriver* cu, CUcontext context, const char* ro
 
 }  // namespace
 
-absl::Status Executable::Launch(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
-                                CUstream stream, std::vector<CUevent>* step_events) {
+absl::Status Executable::ValidateArguments(absl::Span<const DeviceTensor> inputs,
+                                           absl::Span<const DeviceTensor> outputs) const {
   const Program& p = program_;
   const CudaDriver* cu = impl_->cu;
   if (inputs.size() != p.inputs.size() || outputs.size() != p.outputs.size()) {
@@ -216,6 +219,19 @@ absl::Status Executable::Launch(absl::Span<const DeviceTensor> inputs, absl::Spa
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Executable::Launch(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
+                                CUstream stream, std::vector<CUevent>* step_events) {
+  KILN_RETURN_IF_ERROR(ValidateArguments(inputs, outputs));
+  return EnqueueSteps(inputs, outputs, stream, step_events);
+}
+
+absl::Status Executable::EnqueueSteps(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
+                                      CUstream stream, std::vector<CUevent>* step_events) {
+  const Program& p = program_;
+  const CudaDriver* cu = impl_->cu;
   // Every buffer's address for this run.
   std::vector<CUdeviceptr> address(p.buffers.size(), 0);
   for (size_t id = 0; id < p.buffers.size(); ++id) {
@@ -282,8 +298,29 @@ absl::Status Executable::Launch(absl::Span<const DeviceTensor> inputs, absl::Spa
 
 absl::Status Executable::Run(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
                              CUstream stream) {
+  if (cuda_graph_) return RunGraph(inputs, outputs, stream);
   return Launch(inputs, outputs, stream, nullptr);
 }
+
+absl::Status Executable::RunGraph(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
+                                  CUstream stream) {
+  KILN_RETURN_IF_ERROR(ValidateArguments(inputs, outputs));
+  if (!impl_->graph) impl_->graph = std::make_unique<CudaGraphRunner>(impl_->cu);
+  GraphKey key;
+  for (const DeviceTensor& t : inputs) key.inputs.push_back(t.data);
+  for (const DeviceTensor& t : outputs) key.outputs.push_back(t.data);
+  return impl_->graph->Run(
+      key, [&](CUstream s) { return EnqueueSteps(inputs, outputs, s, nullptr); }, stream);
+}
+
+LaunchCounts Executable::launches_per_run() const {
+  if (!cuda_graph_) return CountLaunches(program_);
+  LaunchCounts c;
+  c.graph_launches = 1;
+  return c;
+}
+
+GraphStats Executable::graph_stats() const { return impl_->graph ? impl_->graph->stats() : GraphStats{}; }
 
 absl::StatusOr<std::vector<double>> Executable::RunTimingSteps(absl::Span<const DeviceTensor> inputs,
                                                                absl::Span<const DeviceTensor> outputs,

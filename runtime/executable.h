@@ -12,6 +12,12 @@
 // 'y'"). The steps are launched asynchronously on `stream` (0: the legacy default stream);
 // nothing synchronizes, so a run can be captured into a CUDA graph. One Executable runs on
 // one stream at a time (the arena is shared by its runs).
+//
+// RunGraph (or Run after set_cuda_graph(true)) runs the same steps as one CUDA graph launch
+// (runtime/cuda_graph.h: captured on a private stream, so the legacy stream works too;
+// replayed while the input and output pointers stay the same, re-captured and updated in
+// place when they change). Its first call also runs the steps once on `stream` before
+// capturing (a warm-up). launches_per_run() counts the host's launch calls per run on either path.
 #ifndef KILN_RUNTIME_EXECUTABLE_H_
 #define KILN_RUNTIME_EXECUTABLE_H_
 
@@ -24,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ir/tensor.h"
+#include "runtime/cuda_graph.h"
 #include "runtime/program.h"
 
 namespace kiln {
@@ -54,6 +61,18 @@ class Executable {
   absl::Status Run(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
                    CUstream stream = nullptr);
 
+  // Run through a CUDA graph, whatever cuda_graph() says. Same validation as Run.
+  absl::Status RunGraph(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
+                        CUstream stream = nullptr);
+  // Whether Run (and RunOnHost) go through RunGraph; off by default.
+  void set_cuda_graph(bool on) { cuda_graph_ = on; }
+  bool cuda_graph() const { return cuda_graph_; }
+  // The launch calls one Run makes: kernels, cuBLASLt calls and copies, or with cuda_graph()
+  // one graph launch (a run inside the caller's own capture launches the steps instead).
+  LaunchCounts launches_per_run() const;
+  // What the graph path has done so far (zeros before its first run).
+  GraphStats graph_stats() const;
+
   // Runs once with an event recorded after every step, synchronizes, and returns the time of
   // each step in ms (for `kiln bench`). Same validation as Run.
   absl::StatusOr<std::vector<double>> RunTimingSteps(absl::Span<const DeviceTensor> inputs,
@@ -73,11 +92,18 @@ class Executable {
 
  private:
   Executable(Program program, std::unique_ptr<Impl> impl);
+  absl::Status ValidateArguments(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs) const;
+  // ValidateArguments, then EnqueueSteps.
   absl::Status Launch(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
                       CUstream stream, std::vector<CUevent>* step_events);
+  // Enqueues every step on `stream` (arguments already validated); nothing synchronizes or
+  // allocates, so a capture can record it.
+  absl::Status EnqueueSteps(absl::Span<const DeviceTensor> inputs, absl::Span<const DeviceTensor> outputs,
+                            CUstream stream, std::vector<CUevent>* step_events);
 
   Program program_;
   std::unique_ptr<Impl> impl_;
+  bool cuda_graph_ = false;
 };
 
 // Device memory that frees itself (used by RunOnHost, tools and tests).

@@ -247,6 +247,12 @@ absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph,
   }
   KILN_ASSIGN_OR_RETURN(double graph_ms, repetitions.MedianMs(5, reps, [&] { return exe.Run(in, out, nullptr); }));
   r.graph_us = graph_ms * 1e3;
+  r.launches = CountLaunches(p);
+  if (options.cuda_graph) {
+    KILN_ASSIGN_OR_RETURN(double replay_ms,
+                          repetitions.MedianMs(5, reps, [&] { return exe.RunGraph(in, out, nullptr); }));
+    r.cuda_graph_us = replay_ms * 1e3;
+  }
   std::vector<std::vector<double>> per_step(p.steps.size());
   KILN_RETURN_IF_ERROR(repetitions.Run(reps, [&]() -> absl::Status {
     KILN_ASSIGN_OR_RETURN(std::vector<double> step_ms, exe.RunTimingSteps(in, out, nullptr));
@@ -297,6 +303,11 @@ std::string BenchReport::ToText() const {
   absl::StrAppendFormat(&s, "\ncompulsory bytes %d, FLOPs %.3g, floor %.2f us\n", compulsory_bytes, flops, floor_us);
   absl::StrAppendFormat(&s, "graph: %.2f us measured, %.2f us predicted; floor / time = %.2f\n", graph_us,
                         predicted_us, floor_ratio());
+  absl::StrAppendFormat(&s, "stream launches: %.2f us per run, %s\n", graph_us, launches.ToString());
+  if (cuda_graph_us > 0) {
+    absl::StrAppendFormat(&s, "cuda graph:      %.2f us per run, 1 launch (1 CUDA graph); %.2fx the stream's speed\n",
+                          cuda_graph_us, graph_us / cuda_graph_us);
+  }
   return s;
 }
 
@@ -305,9 +316,19 @@ std::string BenchReport::ToJson() const {
       "{\"graph\": \"%s\", \"device\": \"%s\", \"arch\": \"%s\", \"driver\": %d, \"reps\": %d, \"l2\": \"%s\", "
       "\"l2_flush_bytes\": %d, \"copy_gbps\": %.1f, "
       "\"matmul_tflops\": %.1f, \"compulsory_bytes\": %d, \"flops\": %.6g, \"floor_us\": %.3f, \"graph_us\": %.3f, "
-      "\"predicted_us\": %.3f, \"floor_ratio\": %.4f, \"steps\": [",
+      "\"predicted_us\": %.3f, \"floor_ratio\": %.4f, ",
       graph, device, arch, driver_version, reps, l2_policy(), l2_flushed ? kL2FlushBytes : 0, copy_gbps, matmul_tflops,
       compulsory_bytes, flops, floor_us, graph_us, predicted_us, floor_ratio());
+  absl::StrAppendFormat(&s,
+                        "\"launches_per_run\": {\"kernels\": %d, \"library_calls\": %d, \"copies\": %d, "
+                        "\"total\": %d}, ",
+                        launches.kernels, launches.library_calls, launches.copies, launches.total());
+  if (cuda_graph_us > 0) {
+    absl::StrAppendFormat(&s, "\"cuda_graph_us\": %.3f, \"cuda_graph_launches_per_run\": 1, ", cuda_graph_us);
+  } else {
+    s += "\"cuda_graph_us\": null, ";
+  }
+  s += "\"steps\": [";
   for (size_t i = 0; i < steps.size(); ++i) {
     const BenchStep& b = steps[i];
     std::string label;

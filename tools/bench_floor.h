@@ -8,6 +8,9 @@
 //   graph time      median of `reps` runs (CUDA events around Run), after 5 warm-ups; random
 //                   inputs (seed 1, never zeros)
 //   step times      median over `reps` runs with an event after every step
+//   cuda graph      (--cuda-graph) median of `reps` runs of Executable::RunGraph on the same
+//                   buffers after 5 warm-ups (the first captures): one graph launch a run
+//   launches/run    the host's launch calls per stream run: kernels, cuBLASLt calls, copies
 //   L2 policy       warm (the default): repetitions follow each other, so a graph whose bytes fit
 //                   in L2 runs from it; flushed: before every repetition of every measurement
 //                   above (warm-ups included), a kernel reads a 256 MiB buffer (the size triton's
@@ -52,6 +55,7 @@ inline constexpr int kCopyBandwidthReps = 20;
 struct BenchOptions {
   int reps = 50;
   bool flush_l2 = false;
+  bool cuda_graph = false;  // also time the run replayed as a CUDA graph
 };
 
 struct BenchReport {
@@ -64,6 +68,8 @@ struct BenchReport {
   int64_t compulsory_bytes = 0;
   double flops = 0;
   double floor_us = 0, graph_us = 0, predicted_us = 0;
+  LaunchCounts launches;     // per stream run
+  double cuda_graph_us = 0;  // 0 when not measured
   std::vector<BenchStep> steps;
 
   double floor_ratio() const { return graph_us > 0 ? floor_us / graph_us : 0; }

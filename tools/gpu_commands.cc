@@ -46,7 +46,7 @@ flags:
                       remembered in the cache directory); --no-tune: the heuristic defaults
 )";
 
-constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH|FILE.kiln [--reps N] [--flush-l2] [--json FILE] [--arch ARCH] [--device NAME]
+constexpr char kBenchUsage[] = R"(usage: kiln bench GRAPH|FILE.kiln [--reps N] [--flush-l2] [--cuda-graph] [--json FILE] [--arch ARCH] [--device NAME]
 
 Times a compiled graph on the GPU with CUDA events, after warm-up: the median of N runs end
 to end and of every step alone (events between steps), with the bytes each step moves and its
@@ -62,6 +62,11 @@ flags:
                  the timed work to write back). Without it
                  repetitions run back to back, and a graph that fits in L2 (50 MB on H100) runs
                  from it. The text and JSON ("l2": "flushed" or "warm") say which was used.
+  --cuda-graph   also time the run replayed as one CUDA graph (captured once, before the
+                 warm-ups), next to the stream launches, under the same L2 policy; the text
+                 and JSON ("cuda_graph_us") show both, and every report gives the launches
+                 per run ("launches_per_run": kernels, cuBLASLt calls, copies; a graph
+                 replay is 1)
   --json FILE    also write the figures as JSON (bench/results/ keeps these)
   --no-tune      (GRAPH) compile with the heuristic launch parameters instead of autotuning
   --ledger FILE  write the compiled graph's "lowered" records (JSON lines, as `kiln compile
@@ -217,7 +222,8 @@ int CompileCommand(const std::vector<std::string>& raw) {
 
 int RunGpuCommand(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, {{"inputs", true}, {"random", true}, {"outputs", true}, {"check", false},
-                               {"arch", true}, {"device", true}, {"shape", true}, {"tune", false}, {"no-tune", false}});
+                               {"arch", true}, {"device", true}, {"shape", true}, {"tune", false}, {"no-tune", false},
+                               {"cuda-graph", false}});
   if (!args.ok()) return UsageError("run", std::string(args.status().message()));
   int code = kExitOk;
   if (!OneGraph("run", *args, &code)) return code;
@@ -231,6 +237,7 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
   auto inputs = InputsFromFlags("run", graph, *args);
   if (!inputs.ok()) return Error("run", std::string(inputs.status().message()), kExitUsage);
   std::vector<Tensor> in = InOrder(graph, *inputs);
+  target->executable->set_cuda_graph(args->Has("cuda-graph"));
   absl::StatusOr<std::vector<Tensor>> outputs = target->executable->RunOnHost(in);
   if (!outputs.ok()) return Error("run", std::string(outputs.status().message()), kExitFailure);
   auto start = std::chrono::steady_clock::now();
@@ -268,13 +275,20 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
       return Error("run", std::string(s.message()), kExitFailure);
     }
   }
+  std::cout << "launches per run: " << target->executable->launches_per_run().ToString();
+  if (args->Has("cuda-graph")) {
+    std::cout << "; the graph holds " << CountLaunches(p).ToString() << "\ncuda graph: "
+              << target->executable->graph_stats().ToString();
+  }
+  std::cout << "\n";
   std::cout << absl::StrFormat("time: %.3f ms for a run with host copies (use kiln bench for kernel times)\n", run_ms);
   return all_ok ? kExitOk : kExitFailure;
 }
 
 int BenchCommand(const std::vector<std::string>& argv) {
   auto args = ParseArgs(argv, {{"reps", true}, {"flush-l2", false}, {"json", true}, {"arch", true}, {"device", true},
-                               {"shape", true}, {"tune", false}, {"no-tune", false}, {"ledger", true}});
+                               {"shape", true}, {"tune", false}, {"no-tune", false}, {"ledger", true},
+                               {"cuda-graph", false}});
   if (!args.ok()) return UsageError("bench", std::string(args.status().message()));
   if (args->help) {
     std::cout << kBenchUsage;
@@ -288,7 +302,7 @@ int BenchCommand(const std::vector<std::string>& argv) {
   absl::StatusOr<Target> target = LoadTarget("bench", *args, &code);
   if (!target.ok()) return code != kExitOk ? code : Error("bench", std::string(target.status().message()), kExitFailure);
   std::cout << target->what << "\n";
-  const BenchOptions options{*reps, args->Has("flush-l2")};
+  const BenchOptions options{*reps, args->Has("flush-l2"), args->Has("cuda-graph")};
   absl::StatusOr<BenchReport> report = BenchExecutable(*target->executable, *target->reference, options);
   if (!report.ok()) return Error("bench", std::string(report.status().message()), kExitFailure);
   std::cout << report->ToText();

@@ -73,7 +73,7 @@ flags:
 )";
 
 constexpr char kRunUsage[] = R"(usage: kiln run --reference GRAPH [--inputs DIR | --random SEED] [--outputs DIR]
-       kiln run GRAPH|FILE.kiln [--check] [--inputs DIR | --random SEED] [--outputs DIR]
+       kiln run GRAPH|FILE.kiln [--check] [--cuda-graph] [--inputs DIR | --random SEED] [--outputs DIR]
 
 With --reference, evaluates GRAPH on the CPU reference interpreter; without it, compiles
 GRAPH (or loads the artifact FILE.kiln, without NVRTC) and runs it on the GPU. Prints, per
@@ -87,6 +87,10 @@ in f32; a mismatch is exit code 1.
 flags:
   --reference     evaluate on the CPU reference interpreter
   --check         (GPU) compare with the interpreter
+  --cuda-graph    (GPU) run through a CUDA graph: the first run captures the steps (after one
+                  plain run) and instantiates the graph, later runs with the same device
+                  pointers replay it with one launch, runs with other pointers capture again
+                  and update it in place; prints the launches per run and what the graph did
   --arch ARCH     (GPU, GRAPH) NVRTC target; default: this GPU's
   --device NAME   cost model device spec (h100, h200)
   --shape B       ONNX symbolic dimensions, NAME=DIM[,DIM...] separated by ';'

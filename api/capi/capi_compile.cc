@@ -73,7 +73,9 @@ int CompileGraph(const kiln_graph& graph, const kiln_options& opt, kiln_executab
   if (opt.has_cache_dir) options.cache = CacheFor(opt.cache_dir);
   absl::StatusOr<Compiled> compiled = Compile(graph.graph->Clone(), options);
   if (!compiled.ok()) return FromStatus(compiled.status());
-  return NewExecutable(std::move(compiled->lowered.program), opt.device_ordinal, out);
+  if (int c = NewExecutable(std::move(compiled->lowered.program), opt.device_ordinal, out)) return c;
+  (*out)->cuda_graph = opt.cuda_graph;
+  return KILN_OK;
 }
 
 // The fusion report in `format` (kiln dump's --format).
@@ -164,6 +166,14 @@ int kiln_options_set_device_ordinal(kiln_options* options, int ordinal) {
   });
 }
 
+int kiln_options_set_cuda_graph(kiln_options* options, int cuda_graph) {
+  return Guard(__func__, [&] {
+    if (options == nullptr) return NullArgument(__func__, "options");
+    options->cuda_graph = cuda_graph != 0;
+    return KILN_OK;
+  });
+}
+
 int kiln_compile(const kiln_graph* graph, const kiln_options* options, kiln_executable** out) {
   return Guard(__func__, [&] {
     if (graph == nullptr) return NullArgument(__func__, "graph");
@@ -187,7 +197,9 @@ int kiln_artifact_load(const char* path, const kiln_options* options, kiln_execu
     if (out == nullptr) return NullArgument(__func__, "out");
     absl::StatusOr<kiln::Program> program = kiln::LoadArtifact(path);
     if (!program.ok()) return FromStatus(program.status());
-    return NewExecutable(std::move(*program), options != nullptr ? options->device_ordinal : 0, out);
+    if (int c = NewExecutable(std::move(*program), options != nullptr ? options->device_ordinal : 0, out)) return c;
+    (*out)->cuda_graph = options != nullptr && options->cuda_graph;
+    return KILN_OK;
   });
 }
 

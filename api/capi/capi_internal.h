@@ -30,6 +30,7 @@ struct kiln_options {
   bool has_cache_dir = false;       // false: KernelCache::Default()
   std::string cache_dir;            // "" with has_cache_dir: memory only
   int device_ordinal = 0;
+  bool cuda_graph = false;          // run through a CUDA graph (kiln_options_set_cuda_graph)
 };
 
 struct kiln_executable {
@@ -38,6 +39,7 @@ struct kiln_executable {
   int device_ordinal = 0;
   std::mutex mutex;                 // guards `loaded` (loaded once, by the first run)
   std::unique_ptr<kiln::Executable> loaded;
+  bool cuda_graph = false;          // applied to `loaded` by every run
 };
 
 namespace kiln::capi {

@@ -1,6 +1,7 @@
 // The C ABI's running side (api/kiln.h): the primary context, loading an executable onto its
 // GPU, kiln_executable_run on device pointers and a stream, and kiln_graph_reference on host
-// buffers (the CPU interpreter, as `kiln run --reference`).
+// buffers (the CPU interpreter, as `kiln run --reference`); the CUDA graph switch and the
+// launch counts (runtime/cuda_graph.h).
 //
 // Contexts: Executable::Load and Run use whatever context is current on the calling thread
 // (runtime/executable.cc's EnsureContext retains the primary context of device 0 only when none
@@ -17,6 +18,7 @@
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cuda_graph.h"
 
 namespace kiln::capi {
 
@@ -131,7 +133,34 @@ int kiln_executable_run(kiln_executable* executable, const void* const* inputs, 
       const kiln::Node& node = *graph.outputs()[i].node;
       out[i] = {reinterpret_cast<CUdeviceptr>(outputs[i]), node.dtype(), node.shape()};
     }
+    executable->loaded->set_cuda_graph(executable->cuda_graph);
     return FromStatus(executable->loaded->Run(in, out, reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream))));
+  });
+}
+
+int kiln_executable_set_cuda_graph(kiln_executable* executable, int cuda_graph) {
+  return Guard(__func__, [&] {
+    if (executable == nullptr) return NullArgument(__func__, "executable");
+    executable->cuda_graph = cuda_graph != 0;
+    return KILN_OK;
+  });
+}
+
+int kiln_executable_launches(const kiln_executable* executable, int64_t* kernels, int64_t* library_calls,
+                             int64_t* copies, int64_t* graph_launches) {
+  return Guard(__func__, [&] {
+    if (executable == nullptr) return NullArgument(__func__, "executable");
+    kiln::LaunchCounts c;
+    if (executable->cuda_graph) {
+      c.graph_launches = 1;
+    } else {
+      c = kiln::CountLaunches(executable->program);
+    }
+    if (kernels != nullptr) *kernels = c.kernels;
+    if (library_calls != nullptr) *library_calls = c.library_calls;
+    if (copies != nullptr) *copies = c.copies;
+    if (graph_launches != nullptr) *graph_launches = c.graph_launches;
+    return KILN_OK;
   });
 }
 

@@ -155,6 +155,7 @@ _PROTOTYPES = {
     "kiln_options_set_tune": (_INT, [_P, _INT]),
     "kiln_options_set_cache_dir": (_INT, [_P, _S]),
     "kiln_options_set_device_ordinal": (_INT, [_P, _INT]),
+    "kiln_options_set_cuda_graph": (_INT, [_P, _INT]),
     "kiln_compile": (_INT, [_P, _P, _void_pp]),
     "kiln_artifact_save": (_INT, [_P, _S]),
     "kiln_artifact_load": (_INT, [_S, _P, _void_pp]),
@@ -164,6 +165,8 @@ _PROTOTYPES = {
     "kiln_executable_ledger": (_INT, [_P, _void_pp]),
     "kiln_executable_prepare": (_INT, [_P]),
     "kiln_executable_run": (_INT, [_P, _void_pp, _I64, _void_pp, _I64, ctypes.c_uint64]),
+    "kiln_executable_set_cuda_graph": (_INT, [_P, _INT]),
+    "kiln_executable_launches": (_INT, [_P, _c_int64_p, _c_int64_p, _c_int64_p, _c_int64_p]),
 }
 
 for _name, (_restype, _argtypes) in _PROTOTYPES.items():

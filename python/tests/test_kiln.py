@@ -152,6 +152,23 @@ class CompileTest(unittest.TestCase):
         with self.assertRaises(kiln.KilnIOError):
             kiln.load("/nonexistent/x.kiln")
 
+    def test_cuda_graph_option_and_launch_counts(self):
+        exe = kiln.compile(SMALL / "softmax.json", device="sm_90a", cache_dir="")
+        self.assertFalse(exe.cuda_graph)
+        stream = exe.launches_per_run
+        self.assertGreaterEqual(stream["kernels"], 1)
+        self.assertEqual(stream["graph_launches"], 0)
+        self.assertEqual(stream["total"], stream["kernels"] + stream["library_calls"] + stream["copies"])
+        exe.cuda_graph = True
+        self.assertEqual(exe.launches_per_run, {"kernels": 0, "library_calls": 0, "copies": 0, "graph_launches": 1,
+                                                "total": 1})
+        graphed = kiln.compile(SMALL / "softmax.json", device="sm_90a", cache_dir="", cuda_graph=True)
+        self.assertTrue(graphed.cuda_graph)
+        self.assertEqual(graphed.launches_per_run["total"], 1)
+        x = np.zeros((7, 40), dtype=np.float32)
+        with self.assertRaises(TypeError):
+            graphed(x, out=(x,))  # out= is for torch tensors
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,7 +1,8 @@
 /* The C ABI on the GPU (test capi_gpu_test, label gpu): compiles GRAPH for this GPU, runs it
  * through kiln_executable_run on device memory allocated with the driver API in the primary
  * context (as the CUDA runtime and PyTorch allocate), on the default stream and on a created
- * stream, and compares with kiln_graph_reference; then the same from a saved artifact, and the
+ * stream, directly and through a CUDA graph (kiln_executable_set_cuda_graph), and compares with
+ * kiln_graph_reference; then the same from a saved artifact, and the
  * errors for a host pointer and a wrong count. Exits 77 (CTest: skipped) without a CUDA driver
  * or a GPU. The driver is dlopen()ed so that the binary starts on machines without one.
  *
@@ -176,6 +177,15 @@ int main(int argc, char** argv) {
   memset(got, 0, m * 2);
   run_on_gpu(exe, x, n * 2, got, m * 2, stream);
   ok &= compare(got, want, m, "created stream");
+  /* Through a CUDA graph: captured on the first run, then run on new buffers each time (the
+   * update path), on the legacy stream and on the created one. */
+  CHECK_OK(kiln_executable_set_cuda_graph(exe, 1));
+  for (int i = 0; i < 3; ++i) {
+    memset(got, 0, m * 2);
+    run_on_gpu(exe, x, n * 2, got, m * 2, i == 1 ? stream : NULL);
+    ok &= compare(got, want, m, i == 1 ? "cuda graph, created stream" : "cuda graph, default stream");
+  }
+  CHECK_OK(kiln_executable_set_cuda_graph(exe, 0));
 
   CHECK_OK(kiln_artifact_save(exe, "capi_gpu.kiln"));
   kiln_executable_free(exe);

@@ -143,6 +143,32 @@ static void check_loaded_softmax(const char* path) {
   CHECK_OK(kiln_executable_ledger(exe, &ledger));
   CHECK(strstr(ledger, "\"lowered\"") != NULL && strstr(ledger, "\"fusion\"") != NULL, "ledger: %.200s", ledger);
   kiln_string_free(ledger);
+  /* Launch counts (no GPU needed): the kernels of a stream run, or one CUDA graph launch. */
+  int64_t kernels = -1, library_calls = -1, copies = -1, graph_launches = -1;
+  CHECK_OK(kiln_executable_launches(exe, &kernels, &library_calls, &copies, &graph_launches));
+  CHECK(kernels >= 1 && library_calls == 0 && copies == 0 && graph_launches == 0,
+        "stream launches: %lld kernels, %lld library calls, %lld copies, %lld graphs", (long long)kernels,
+        (long long)library_calls, (long long)copies, (long long)graph_launches);
+  CHECK_OK(kiln_executable_set_cuda_graph(exe, 1));
+  CHECK_OK(kiln_executable_launches(exe, &kernels, NULL, NULL, &graph_launches));
+  CHECK(kernels == 0 && graph_launches == 1, "graph launches: %lld kernels, %lld graphs", (long long)kernels,
+        (long long)graph_launches);
+  CHECK_OK(kiln_executable_set_cuda_graph(exe, 0));
+  expect_error(kiln_executable_set_cuda_graph(NULL, 1), KILN_ERROR_INVALID_ARGUMENT, "executable is NULL",
+               "set_cuda_graph on NULL");
+  expect_error(kiln_options_set_cuda_graph(NULL, 1), KILN_ERROR_INVALID_ARGUMENT, "options is NULL",
+               "options_set_cuda_graph on NULL");
+  {
+    kiln_options* graph_options = NULL;
+    kiln_executable* graph_exe = NULL;
+    CHECK_OK(kiln_options_create(&graph_options));
+    CHECK_OK(kiln_options_set_cuda_graph(graph_options, 1));
+    CHECK_OK(kiln_artifact_load("capi_smoke.kiln", graph_options, &graph_exe));
+    CHECK_OK(kiln_executable_launches(graph_exe, NULL, NULL, NULL, &graph_launches));
+    CHECK(graph_launches == 1, "an artifact loaded with cuda_graph: %lld graph launches", (long long)graph_launches);
+    kiln_executable_free(graph_exe);
+    kiln_options_free(graph_options);
+  }
   if (!kiln_have_gpu()) {
     expect_error(kiln_executable_run(exe, inputs, 1, outputs, 1, 0), KILN_ERROR_NO_DEVICE, "no GPU", "run, no GPU");
   }

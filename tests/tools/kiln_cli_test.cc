@@ -261,7 +261,7 @@ TEST(KilnCliTest, CompileLedgerHasTheLoweredRecords) {
 // Where there is no driver, GPU commands say so (exit 1) instead of crashing.
 TEST(KilnCliTest, GpuCommandsWithoutAGpuSaySo) {
   if (HaveGpu()) GTEST_SKIP() << "this machine has a GPU";
-  for (const std::string cmd : {"run ", "bench ", "bench --flush-l2 "}) {
+  for (const std::string cmd : {"run ", "bench ", "bench --flush-l2 ", "run --cuda-graph ", "bench --cuda-graph "}) {
     Result r = RunKiln(cmd + Quote(Example("small/softmax.json")));
     EXPECT_EQ(r.exit_code, 1) << cmd;
     EXPECT_NE(r.err.find("no GPU"), std::string::npos) << cmd << ": " << r.err;
@@ -276,6 +276,19 @@ TEST(KilnCliTest, BenchHelpStatesTheL2Policy) {
   EXPECT_NE(r.out.find("256 MiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"l2\": \"flushed\" or \"warm\""), std::string::npos) << r.out;
   Result bad = RunKiln("bench --flush-l2=yes " + Quote(Example("small/softmax.json")));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
+// `kiln run --help` and `kiln bench --help` describe --cuda-graph; it takes no value.
+TEST(KilnCliTest, HelpDescribesCudaGraph) {
+  for (const char* command : {"run", "bench"}) {
+    Result r = RunKiln(std::string(command) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_NE(r.out.find("[--cuda-graph]"), std::string::npos) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("  --cuda-graph "), std::string::npos) << command << ": " << r.out;
+  }
+  EXPECT_NE(RunKiln("bench --help").out.find("\"cuda_graph_us\""), std::string::npos);
+  Result bad = RunKiln("bench --cuda-graph=yes " + Quote(Example("small/softmax.json")));
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
