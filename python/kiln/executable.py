@@ -171,6 +171,7 @@ class Executable:
                 raise ValueError(f"graph '{graph.name}' takes {len(inputs)} inputs ({names}), got {len(tensors)}")
             for i, (t, info) in enumerate(zip(tensors, inputs)):
                 self._check_tensor(torch, t, info, f"input #{i} '{info.name}'", None if i == 0 else device)
+            raise AssertionError("kiln.Executable: the fast input check refused inputs the full check accepts")
         index = device.index if device.index is not None else torch.cuda.current_device()
         if index != self.device_ordinal:
             raise ValueError(f"the inputs are on {device}, this executable runs on cuda:{self.device_ordinal} "
@@ -186,6 +187,7 @@ class Executable:
             if not self._fits(results, want_out, device, out_ptrs):
                 for j, (r, info) in enumerate(zip(results, outputs)):
                     self._check_tensor(torch, r, info, f"output #{j} '{info.name}'", device)
+                raise AssertionError("kiln.Executable: the fast output check refused outputs the full check accepts")
         stream = torch.cuda.current_stream(device).cuda_stream
         check(lib.kiln_executable_run(self._handle, in_ptrs, len(want_in), out_ptrs, len(want_out), stream))
         return results
