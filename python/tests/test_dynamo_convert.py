@@ -164,6 +164,18 @@ class ConvertOpsTest(unittest.TestCase):
             cv._ALLOW_CPU[0] = False
         self.assertRaises(cv.Unsupported, cv.convert, gm.graph)
 
+    def test_mixed_dtype_matmul_stays_in_torch(self):
+        # torch raises on f16 @ f32 at run time; kiln must not quietly cast and compute it
+        gm = trace(lambda a, b: a @ b, torch.randn(3, 4), torch.randn(4, 5))
+        a = [n for n in gm.graph.nodes if n.op == "placeholder"][0]
+        a.meta["val"] = a.meta["val"].to(torch.float16)
+        node = [n for n in gm.graph.nodes if n.op == "call_function"][0]
+        cv._ALLOW_CPU[0] = True
+        try:
+            self.assertIn("different dtypes", cv.why_unsupported(node))
+        finally:
+            cv._ALLOW_CPU[0] = False
+
     def test_cpu_nodes_are_declined_by_default(self):
         gm = trace(lambda x: torch.exp(x), torch.randn(3))
         node = [n for n in gm.graph.nodes if n.op == "call_function"][0]

@@ -870,10 +870,34 @@ def _mm(c, n, **args):
     return c.b.op("matmul", [a, b], dtype, shape)
 
 
+def _same_dtype(*operands):
+    """torch's matmuls refuse operands of different dtypes (a RuntimeError at run time, though
+    fake tensors may let the trace through): such a node stays in torch, to raise there."""
+    dtypes = {_val(o).dtype for o in operands if _val(o) is not None}
+    if len(dtypes) > 1:
+        raise Unsupported(f"matmul operands of different dtypes {sorted(str(d) for d in dtypes)}")
+
+
 @checks(*_aten("matmul"))
 def _matmul_check(n, self, other):  # noqa: D401 -- aten.matmul(self, other)
+    _same_dtype(self, other)
     if _val(self) is not None and (_val(self).dim() < 2 or _val(other).dim() < 2):
         raise Unsupported("matmul of a vector")
+
+
+@checks(*_aten("mm"), *_aten("bmm"))
+def _mm_check(n, self, mat2):
+    _same_dtype(self, mat2)
+
+
+@checks(*_aten("addmm"), *_aten("baddbmm"))
+def _addmm_check(n, self, beta=1, alpha=1, **mats):  # mat1/mat2, batch1/batch2
+    _same_dtype(*mats.values())
+
+
+@checks(*_aten("linear"))
+def _linear_check(n, input, weight, bias=None):
+    _same_dtype(input, weight)
 
 
 @handles(*_aten("addmm"), *_aten("baddbmm"))
