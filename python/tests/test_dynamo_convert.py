@@ -176,6 +176,27 @@ class ConvertOpsTest(unittest.TestCase):
         finally:
             cv._ALLOW_CPU[0] = False
 
+    def test_view_outputs_stay_views_and_duplicates_are_one_output(self):
+        # a region returning w.t() (saved for the backward) and x.exp() twice (as itself and
+        # detached): kiln computes exp once, and w.t() is a torch view, not a kiln transpose
+        from kiln.dynamo import backend as kb
+
+        def f(x, w):
+            e = torch.exp(x)
+            return w.t(), e, e.detach()
+
+        gm = trace(f, torch.randn(3, 4), torch.randn(5, 4))
+        chains = kb._view_chains(gm)
+        self.assertEqual(list(chains), [0])
+        g, info = cv.convert(gm.graph, module=gm, torch_outputs=chains)
+        self.assertEqual(info["out_map"], [None, 0, 0])
+        self.assertEqual(len(g["outputs"]), 1)
+        # the transpose is left dead in the JSON (kiln's dead-node pass drops it)
+        out = [n for n in g["nodes"] if n["name"] == g["outputs"][0]["node"]][0]
+        self.assertEqual(out["op"], "exp")
+        x, w = torch.randn(3, 4), torch.randn(5, 4)
+        self.assertTrue(torch.equal(kb._replay_view(chains[0], (x, w)), w.t()))
+
     def test_cpu_nodes_are_declined_by_default(self):
         gm = trace(lambda x: torch.exp(x), torch.randn(3))
         node = [n for n in gm.graph.nodes if n.op == "call_function"][0]

@@ -151,6 +151,50 @@ def _perm_of(t):
     return "copy"
 
 
+# Ops whose result is a view of their operand: an output made of these alone over a region
+# input is computed in torch (a view costs nothing there; kiln would materialise it).
+PURE_VIEW_TARGETS = _targets("view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand",
+                             "slice", "select", "squeeze", "unsqueeze", "alias", "detach", "flatten",
+                             "unflatten", "numpy_T")
+
+
+_RESHAPE_VIEWS = _targets("view", "_unsafe_view")
+
+
+def _view_chains(gm):
+    """{output index: [nodes]} for the FX outputs that are a chain of pure views over one graph
+    input, the nodes in order from the input's first view to the output."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out = [n for n in gm.graph.nodes if n.op == "output"][0]
+    outs = out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
+    chains = {}
+    for i, o in enumerate(outs):
+        chain, n = [], o
+        while isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in PURE_VIEW_TARGETS:
+            tensor_args = [a for a in n.all_input_nodes]
+            if len(tensor_args) != 1:
+                break
+            chain.append(n)
+            n = tensor_args[0]
+        if chain and isinstance(n, torch.fx.Node) and n.op == "placeholder":
+            chains[i] = (placeholders.index(n), n, chain[::-1])
+    return chains
+
+
+def _replay_view(chain, args):
+    """Evaluates a _view_chains entry on the region's actual inputs (torch views)."""
+    index, placeholder, nodes = chain
+    env = {placeholder: args[index]}
+    for n in nodes:
+        a = torch.fx.node.map_arg(n.args, lambda x: env[x])
+        k = torch.fx.node.map_arg(n.kwargs, lambda x: env[x])
+        # view as reshape: an input that came from a kiln region is contiguous where the trace
+        # may have had other strides, and a view of it can then be impossible (reshape copies)
+        reshape = n.target in _RESHAPE_VIEWS and isinstance(a[1], (list, tuple))
+        env[n] = torch.reshape(a[0], a[1]) if reshape else n.target(*a, **k)
+    return env[nodes[-1]]
+
+
 class KilnRegion(torch.nn.Module):
     """Runs one partition through kiln, falling back to its FX code in torch."""
 
@@ -164,6 +208,7 @@ class KilnRegion(torch.nn.Module):
         self._disabled = None
         out = [n for n in gm.graph.nodes if n.op == "output"][0]
         self._single = not isinstance(out.args[0], (tuple, list))
+        self._views = _view_chains(gm)  # outputs computed in torch, as views of inputs
 
     def _fallback(self, reason, args):
         if self._disabled is None:
@@ -200,7 +245,7 @@ class KilnRegion(torch.nn.Module):
                               f"view with a transpose in the graph (no copy)")
             specs.append((_cv.kiln_dtype(dtype), shape, perm))
         graph, info = _cv.convert(self.fallback_module.graph, specs, name=self.region_name,
-                                  module=self.fallback_module)
+                                  module=self.fallback_module, torch_outputs=self._views)
         fn = config.compile_fn or _default_compile
         exe = fn(graph)
         with _lock:
@@ -253,9 +298,11 @@ class KilnRegion(torch.nn.Module):
             self._cache.pop(sig, None)
             return self._fallback(f"run failed: {type(e).__name__}: {e}", args)
         stats["runs"] += 1
+        outs = tuple(outs[j] if j is not None else _replay_view(self._views[i], args)
+                     for i, j in enumerate(info["out_map"]))
         if self._single:
             return outs[0]
-        return tuple(outs)
+        return outs
 
     @staticmethod
     def _run(exe, tensors):

@@ -293,9 +293,11 @@ class Converter:
     contiguous) and the graph restores x with a transpose.
     """
 
-    def __init__(self, graph, input_specs=None, name="kiln_region", module=None):
+    def __init__(self, graph, input_specs=None, name="kiln_region", module=None, torch_outputs=()):
         self.graph = graph
         self.module = module
+        self.torch_outputs = set(torch_outputs)
+        self.out_map = []  # per FX output: its kiln output index, or None (computed in torch)
         self.b = GraphBuilder(name)
         self.env = {}
         self.input_specs = input_specs
@@ -375,25 +377,34 @@ class Converter:
         return self.b.const(flat, dt, tuple(t.shape))
 
     def _outputs(self, n):
+        """One kiln output per distinct value: an FX output the caller computes in torch
+        (self.torch_outputs) gets None in self.out_map, and a value returned twice (x and
+        detach(x)) is one kiln output, so that lowering copies nothing."""
         outs = n.args[0]
         if not isinstance(outs, (list, tuple)):
             outs = [outs]
-        used = {}
+        index_of = {}
         for i, o in enumerate(outs):
+            if i in self.torch_outputs:
+                self.out_map.append(None)
+                continue
             if not isinstance(o, torch.fx.Node):
                 raise Unsupported("non-tensor graph output")
             v = self.value(o)
-            name = f"out{i}"
-            self.b._names.add(name)
-            self.b.outputs.append({"name": name, "node": v.name})
-            used[name] = v
+            if v.name not in index_of:
+                name = f"out{i}"
+                self.b._names.add(name)
+                index_of[v.name] = len(self.b.outputs)
+                self.b.outputs.append({"name": name, "node": v.name})
+            self.out_map.append(index_of[v.name])
 
 
-def convert(graph, input_specs=None, name="kiln_region", module=None):
-    """Converts an FX graph to (kiln JSON dict, info). Raises Unsupported."""
-    c = Converter(graph, input_specs, name, module)
+def convert(graph, input_specs=None, name="kiln_region", module=None, torch_outputs=()):
+    """Converts an FX graph to (kiln JSON dict, info). Raises Unsupported. torch_outputs: the
+    indices of FX outputs the caller computes itself (info["out_map"] has None for them)."""
+    c = Converter(graph, input_specs, name, module, torch_outputs)
     d = c.run()
-    info = {"ops": c.ops_used, "dropout": c.dropout_count, "seed_input": c.b.seed_input}
+    info = {"ops": c.ops_used, "dropout": c.dropout_count, "seed_input": c.b.seed_input, "out_map": c.out_map}
     return d, info
 
 
