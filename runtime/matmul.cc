@@ -80,11 +80,11 @@ cudaDataType_t CudaDataType(DType dtype) {
 
 // The cache key: every field of MatmulSpec.
 using SpecKey = std::tuple<DType, int64_t, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
-                           int64_t, bool, bool, int>;
+                           int64_t, bool, bool, bool, int>;
 
 SpecKey KeyOf(const MatmulSpec& s) {
   return {s.dtype,   s.m,        s.n,        s.k,        s.batch,    s.trans_a,      s.trans_b,
-          s.stride_a, s.stride_b, s.stride_d, s.has_bias, s.has_residual, s.alignment};
+          s.stride_a, s.stride_b, s.stride_d, s.has_bias, s.has_residual, s.gelu, s.alignment};
 }
 
 // One prepared matmul: cuBLASLt's A is our B, its B is our A; C and D share one layout.
@@ -148,6 +148,7 @@ std::string MatmulSpec::ToString() const {
   absl::StrAppend(&out, "]");
   if (has_bias) absl::StrAppend(&out, " +bias");
   if (has_residual) absl::StrAppend(&out, " +residual");
+  if (gelu) absl::StrAppend(&out, " gelu_tanh");
   return out;
 }
 
@@ -293,10 +294,13 @@ class MatmulRunner::Impl {
         plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
     KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
-    if (spec.has_bias) {
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    if (spec.has_bias || spec.gelu) {
+      cublasLtEpilogue_t epilogue = spec.gelu ? (spec.has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                              : CUBLASLT_EPILOGUE_BIAS;
       KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
           plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    }
+    if (spec.has_bias) {
       // D's type, which is also cuBLASLt's default for these types; said explicitly.
       int32_t bias_type = type;
       KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(

@@ -36,6 +36,7 @@ struct MatmulSpec {
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;  // elements between batches (0: broadcast)
   bool has_bias = false;
   bool has_residual = false;  // residual uses stride_d
+  bool gelu = false;          // D = gelu_tanh(A @ B + bias + C) (cuBLASLt's EPILOGUE_GELU[_BIAS])
   // The alignment, in bytes, that A, B, D and the residual are promised (a power of two, at
   // most 16): 16 for buffers kiln allocates; less when a call starts inside a buffer at an
   // offset that is not a multiple of 16 bytes (one call per broadcast batch). The bias is

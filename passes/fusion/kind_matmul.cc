@@ -29,7 +29,9 @@ FusionDecision MatmulLegal(const Region& p, const Region& c, const Region& merge
                                         RegionKindName(p.kind), " producer must be written anyway"));
   }
   if (!merged.placed) return merged.placed;
-  return FusionDecision::Allow("matmul-epilogue", "bias/residual add as a cuBLASLt epilogue");
+  return FusionDecision::Allow("matmul-epilogue", merged.matmul && merged.matmul->gelu
+                                                      ? "bias/residual add and gelu_tanh as a cuBLASLt epilogue"
+                                                      : "bias/residual add as a cuBLASLt epilogue");
 }
 
 // 2 M N K at the measured tensor-core rate (f32: the FFMA GEMM estimate), or the bytes.

@@ -1,5 +1,8 @@
 #include "passes/fusion/matmul_epilogue.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "passes/rewrite_util.h"
 
@@ -8,7 +11,105 @@ namespace {
 
 absl::Status Refuse(const std::string& why) { return absl::FailedPreconditionError(why); }
 
+// Whether constant `c` holds `value` as its dtype rounds it (bf16 keeps 8 significant bits).
+bool Near(const Node* c, double value) {
+  std::optional<double> v = ScalarConstantValue(c);
+  if (!v.has_value()) return false;
+  const double tolerance = c->dtype() == DType::kF32 ? 1e-6 : c->dtype() == DType::kF16 ? 1e-3 : 1e-2;
+  return std::abs(*v - value) <= tolerance * std::abs(value);
+}
+
+// `n` = op(a, s) or op(s, a) with s a scalar constant holding `value`: a, with n and s recorded.
+const Node* WithScalar(const Node* n, OpKind op, double value, GeluTanhMatch& m) {
+  if (n == nullptr || n->op() != op || n->num_operands() != 2) return nullptr;
+  for (int i = 0; i < 2; ++i) {
+    if (n->operand(i)->op() == OpKind::kConstant && Near(n->operand(i), value)) {
+      m.nodes.push_back(n);
+      m.nodes.push_back(n->operand(i));
+      return n->operand(1 - i);
+    }
+  }
+  return nullptr;
+}
+
+// `n` = op(a, b) in either order with one side satisfying `first`: the other side.
+template <typename Pred>
+const Node* OtherOf(const Node* n, OpKind op, Pred first) {
+  if (n == nullptr || n->op() != op || n->num_operands() != 2) return nullptr;
+  if (first(n->operand(0))) return n->operand(1);
+  if (first(n->operand(1))) return n->operand(0);
+  return nullptr;
+}
+
+// The rest of the match, given y's split into x and the factor (tanh(..) + 1): the 0.5 was
+// recorded by the caller.
+bool MatchTanhFactor(const Node* x, const Node* one_plus, GeluTanhMatch& m) {
+  const Node* tanh = WithScalar(one_plus, OpKind::kAdd, 1.0, m);
+  if (x == nullptr || tanh == nullptr || tanh->op() != OpKind::kTanh) return false;
+  m.nodes.push_back(tanh);
+  const Node* poly = WithScalar(tanh->operand(0), OpKind::kMul, std::sqrt(2.0 / M_PI), m);
+  const Node* cubic_term = OtherOf(poly, OpKind::kAdd, [&](const Node* n) { return n == x; });
+  if (cubic_term == nullptr) return false;
+  m.nodes.push_back(poly);
+  const Node* cube = WithScalar(cubic_term, OpKind::kMul, 0.044715, m);
+  if (cube == nullptr) return false;
+  if (cube->op() == OpKind::kPow) {  // pow(x, 3), as torch's ONNX exporter writes it
+    if (cube->operand(0) != x || !Near(cube->operand(1), 3.0)) return false;
+    m.nodes.push_back(cube);
+    m.nodes.push_back(cube->operand(1));
+    return true;
+  }
+  // x * x * x, as decompose.cc writes it
+  const Node* square = OtherOf(cube, OpKind::kMul, [&](const Node* n) { return n == x; });
+  if (square == nullptr || square->op() != OpKind::kMul || square->operand(0) != x || square->operand(1) != x) {
+    return false;
+  }
+  m.nodes.push_back(cube);
+  m.nodes.push_back(square);
+  return true;
+}
+
 }  // namespace
+
+std::optional<GeluTanhMatch> MatchGeluTanh(const Node* y) {
+  if (y != nullptr && y->op() == OpKind::kGeluTanh) return GeluTanhMatch{y->operand(0), {y}};
+  if (y == nullptr || y->op() != OpKind::kMul || y->num_operands() != 2) return std::nullopt;
+  // y is the product of x, 0.5 and (tanh(..) + 1) in one of the associations writers use:
+  // (x * 0.5) * f (decompose.cc), x * (0.5 * f) (torch's ONNX exporter), (x * f) * 0.5.
+  for (int side = 0; side < 2; ++side) {
+    const Node* a = y->operand(side);
+    const Node* b = y->operand(1 - side);
+    for (int form = 0; form < 3; ++form) {
+      GeluTanhMatch m;
+      m.nodes.push_back(y);
+      const Node* x = nullptr;
+      const Node* factor = nullptr;
+      if (form == 0) {
+        x = WithScalar(a, OpKind::kMul, 0.5, m);
+        factor = b;
+      } else if (form == 1) {
+        x = a;
+        factor = WithScalar(b, OpKind::kMul, 0.5, m);
+      } else if (b->op() == OpKind::kConstant && Near(b, 0.5) && a->op() == OpKind::kMul && a->num_operands() == 2) {
+        m.nodes.push_back(b);
+        m.nodes.push_back(a);
+        for (int i = 0; i < 2 && m.x == nullptr; ++i) {
+          GeluTanhMatch inner = m;
+          if (MatchTanhFactor(a->operand(i), a->operand(1 - i), inner)) {
+            inner.x = a->operand(i);
+            return inner;
+          }
+        }
+        continue;
+      }
+      if (x != nullptr && factor != nullptr && MatchTanhFactor(x, factor, m)) {
+        m.x = x;
+        return m;
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 bool IsRowBias(const Shape& bias, const Shape& out) {
   if (bias.empty() || out.empty() || bias.size() > out.size() || bias.back() != out.back()) return false;
@@ -38,13 +139,24 @@ absl::StatusOr<MatmulEpilogue> AnalyzeMatmul(const Region& region) {
     m.trans_b = true;
     m.b = m.b->operand(0);
   }
-  // The epilogue: the chain of adds after the matmul, each adding one tensor read from memory.
+  // The epilogue: the chain of adds after the matmul, each adding one tensor read from memory,
+  // then (cuBLASLt applies it last) a gelu_tanh of the sum.
+  std::vector<const Node*> gelu_nodes;
+  const Node* gelu_out = nullptr;
+  if (region.outputs.size() == 1) {
+    if (std::optional<GeluTanhMatch> g = MatchGeluTanh(region.outputs[0]); g && region.Contains(g->x)) {
+      m.gelu = true;
+      gelu_nodes = g->nodes;
+      gelu_out = region.outputs[0];
+    }
+  }
+  auto in_gelu = [&](const Node* n) { return std::find(gelu_nodes.begin(), gelu_nodes.end(), n) != gelu_nodes.end(); };
   const Node* cur = m.matmul;
   for (const Node* n : region.nodes) {
-    if (n == m.matmul || n == m.matmul->operand(0) || n == m.matmul->operand(1)) continue;
+    if (n == m.matmul || n == m.matmul->operand(0) || n == m.matmul->operand(1) || in_gelu(n)) continue;
     if (n->op() != OpKind::kAdd || n->shape() != m.matmul->shape()) {
-      return Refuse(absl::StrCat("cuBLASLt epilogues cover a bias add and a residual add; ", OpName(n->op()), " ",
-                                 n->name(), " is neither"));
+      return Refuse(absl::StrCat("cuBLASLt epilogues cover a bias add, a residual add and a gelu_tanh; ",
+                                 OpName(n->op()), " ", n->name(), " is none of them"));
     }
     const bool first = n->operand(0) == cur;
     if (!first && n->operand(1) != cur) {
@@ -63,6 +175,11 @@ absl::StatusOr<MatmulEpilogue> AnalyzeMatmul(const Region& region) {
                                  " is neither a bias [N] nor a residual of the output shape"));
     }
     cur = n;
+  }
+  if (m.gelu) {
+    const Node* x = MatchGeluTanh(gelu_out)->x;
+    if (x != cur) return Refuse(absl::StrCat("the gelu_tanh reads ", x->name(), ", not the end of the add chain"));
+    cur = gelu_out;
   }
   if (region.outputs.size() != 1 || region.outputs[0] != cur) {
     std::string names;

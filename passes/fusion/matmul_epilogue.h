@@ -1,10 +1,15 @@
 // The analysis of a matmul region: the matmul, the tensors cuBLASLt reads for its operands (a
 // transpose of the last two axes folded into the operand op), and the epilogue: at most one
-// bias add (a vector [N] or [1, .., 1, N] broadcast over every row: EPILOGUE_BIAS) and one
-// residual add (a tensor of the output's shape: C with beta = 1). Legality, the cost model and
-// runtime/jit's lowering all read this one description.
+// bias add (a vector [N] or [1, .., 1, N] broadcast over every row: EPILOGUE_BIAS), one
+// residual add (a tensor of the output's shape: C with beta = 1), and last a gelu_tanh of the
+// sum (EPILOGUE_GELU / GELU_BIAS: cuBLASLt applies GELU after the bias and C, in f32), found
+// in its decomposed form (passes/decompose.cc's). Legality, the cost model and runtime/jit's
+// lowering all read this one description.
 #ifndef KILN_PASSES_FUSION_MATMUL_EPILOGUE_H_
 #define KILN_PASSES_FUSION_MATMUL_EPILOGUE_H_
+
+#include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
@@ -20,8 +25,19 @@ struct MatmulEpilogue {
   bool trans_a = false, trans_b = false;
   const Node* bias = nullptr;      // [N] / [1, .., 1, N], or nullptr
   const Node* residual = nullptr;  // the output's shape, or nullptr
+  bool gelu = false;               // gelu_tanh of matmul + bias + residual
   const Node* output = nullptr;    // the one tensor the region writes
 };
+
+// The nodes of y = gelu_tanh(x), one op or decomposed:
+// y = (x * 0.5) * (tanh((x + x * x * x * 0.044715) * sqrt(2 / pi)) + 1), the decomposed gelu_tanh
+// (x * x * x as decompose.cc writes it, or pow(x, 3) as torch's ONNX exporter does) (operands of each mul and add in either order; each scalar constant
+// within its dtype's rounding of the value), ending at y; x is the input.
+struct GeluTanhMatch {
+  const Node* x = nullptr;
+  std::vector<const Node*> nodes;  // the ops and the scalar constants, y included
+};
+std::optional<GeluTanhMatch> MatchGeluTanh(const Node* y);
 
 // A bias cuBLASLt's EPILOGUE_BIAS can add to a matmul output `out`: [N], or [1, .., 1, N],
 // with N the output's last extent (broadcast over every row). A column vector [M, 1] is not one.

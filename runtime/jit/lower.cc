@@ -218,6 +218,7 @@ class Lowerer {
       m.bias = BufferOf(e.bias);
       spec.has_bias = true;
     }
+    spec.gelu = e.gelu;
     KILN_RETURN_IF_ERROR(PlanBatches(a, b, out, m));
     m.a = BufferOf(a);
     m.b = BufferOf(b);

@@ -127,6 +127,30 @@ TEST(LegalityTest, TransposeOfTheLastTwoAxesFoldsIntoTheMatmul) {
   EXPECT_EQ(p.plan.num_kernels(), 1);
 }
 
+// gelu_tanh after the bias add (decomposed before fusion, as decompose.cc writes it) is
+// cuBLASLt's GELU_BIAS epilogue: one call writes the activation; an erf gelu is not.
+TEST(LegalityTest, GeluTanhAfterTheBiasIsACublasEpilogue) {
+  Plan p = PlanText(R"(graph g(x: bf16[256,256], w: bf16[256,512], b: bf16[512]) {
+    m: bf16[256,512] = matmul(x, w)
+    t: bf16[256,512] = add(m, b)
+    y: bf16[256,512] = gelu_tanh(t)
+    return y
+  })");
+  EXPECT_EQ(p.plan.num_kernels(), 1);
+  bool saw = false;
+  for (const FusionRecord& r : p.plan.records) {
+    saw |= r.event == "fuse" && r.rule == "matmul-epilogue" && r.reason.find("gelu_tanh") != std::string::npos;
+  }
+  EXPECT_TRUE(saw) << "the gelu was not folded into the matmul";
+  Plan erf = PlanText(R"(graph g(x: bf16[256,256], w: bf16[256,512], b: bf16[512]) {
+    m: bf16[256,512] = matmul(x, w)
+    t: bf16[256,512] = add(m, b)
+    y: bf16[256,512] = gelu(t)
+    return y
+  })");
+  EXPECT_EQ(erf.plan.num_kernels(), 2) << "cuBLASLt's GELU is the tanh form only";
+}
+
 // cuBLASLt writes one tensor: a bias add whose input is also read elsewhere (here: a graph
 // output) would make the matmul region write two.
 TEST(LegalityTest, MatmulEpilogueWritesOneTensor) {
