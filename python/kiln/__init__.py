@@ -23,8 +23,16 @@ from .graph import Graph, TensorInfo
 __version__ = _lib.kiln_version().decode()
 
 __all__ = ["Executable", "Graph", "TensorInfo", "KilnError", "KilnInputError", "KilnIOError",
-           "KilnNoDeviceError", "KilnUnsupportedError", "compile", "dump", "load", "have_gpu",
+           "KilnNoDeviceError", "KilnUnsupportedError", "compile", "dump", "explain", "load", "have_gpu",
            "__version__"]
+
+
+def explain(model, *inputs, **kwargs):
+    """What torch.compile(model, backend="kiln") sends to kiln and what stays in torch, and why,
+    for these inputs (kiln.dynamo.explain; needs torch)."""
+    from .dynamo import explain as _explain
+
+    return _explain(model, *inputs, **kwargs)
 
 
 def have_gpu():

@@ -15,7 +15,7 @@ import warnings
 from contextlib import redirect_stderr
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_dynamo_helpers import HAVE_TORCH, ROOT, TOL, cli_compile, kiln_bin
+from test_dynamo_helpers import HAVE_TORCH, ROOT, TOL, cli_compile, have_kiln_lib, kiln_bin
 
 if HAVE_TORCH:
     import torch
@@ -386,6 +386,11 @@ class BackendTest(_Backend, unittest.TestCase):
         self.assertIn("native_layer_norm.default", [o for r in rep.kiln_regions() for o in r["ops"]])
         self.assertIn("-> kiln", err.getvalue())
         self.assertIn("kiln", str(rep))
+        if have_kiln_lib():  # the same report from the package's top level
+            import kiln
+
+            with torch.no_grad():
+                self.assertEqual(len(kiln.explain(m, *x).kiln_regions()), len(rep.kiln_regions()))
 
     def test_dropout_is_seeded_and_its_mask_feeds_the_backward(self):
         lin = nn.Linear(64, 64)
