@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "rapidjson/document.h"
 #include "absl/strings/str_format.h"
@@ -37,9 +38,8 @@ std::string TensorList(const std::vector<Node*>& nodes) {
 // Traffic and time if every op of the region ran as its own kernel.
 RunTimeEstimate OneKernelPerOp(const Analysis& a, const Region& region) {
   RunTimeEstimate sum;
-  std::vector<Node*> order = a.graph->PostOrder();
   for (Node* n : region.nodes) {
-    RunTimeEstimate e = EstimateRunTime(DescribeRegion(-1, {n}, *a.graph, order, a.plan.device), a.plan.device);
+    RunTimeEstimate e = EstimateRunTime(DescribeOrderedRegion(-1, {n}, *a.graph, a.plan.device), a.plan.device);
     sum.bytes_read += e.bytes_read;
     sum.bytes_written += e.bytes_written;
     sum.total_us += e.total_us;
@@ -47,11 +47,13 @@ RunTimeEstimate OneKernelPerOp(const Analysis& a, const Region& region) {
   return sum;
 }
 
-// The final region holding the first node of a record's side, or -1.
-int FinalRegion(const FusionPlan& plan, const Graph& g, const std::vector<std::string>& names) {
+// The final region holding the first node of a record's side, or -1. `home`: each node's
+// first region (FusionPlan::RegionOf), looked up once for the whole ledger.
+int FinalRegion(const absl::flat_hash_map<const Node*, int>& home, const Graph& g,
+                const std::vector<std::string>& names) {
   for (const std::string& name : names) {
-    const Node* n = g.FindNode(name);
-    if (const Region* r = n ? plan.RegionOf(n) : nullptr) return r->id;
+    auto it = home.find(g.FindNode(name));
+    if (it != home.end()) return it->second;
   }
   return -1;
 }
@@ -74,10 +76,14 @@ std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
 
   // Refusals that still separate two final regions: the latest record per (pair, rule).
   std::map<int, std::map<std::string, std::string>> refused;
+  absl::flat_hash_map<const Node*, int> home;
+  for (const Region& r : plan.regions) {
+    for (const Node* n : r.nodes) home.emplace(n, r.id);
+  }
   for (const FusionRecord& r : plan.records) {
     if (r.event == "stop" || r.verdict == "fuse") continue;
-    int p = FinalRegion(plan, *a.graph, r.producer_nodes);
-    int c = FinalRegion(plan, *a.graph, r.consumer_nodes);
+    int p = FinalRegion(home, *a.graph, r.producer_nodes);
+    int c = FinalRegion(home, *a.graph, r.consumer_nodes);
     if (p < 0 || c < 0 || p == c) continue;
     std::string what = r.verdict == "unprofitable" ? "not profitable" : "refused";
     refused[p][absl::StrCat("region ", c, " ", r.rule)] =

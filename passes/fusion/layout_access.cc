@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -57,6 +59,20 @@ int64_t PowerOfTwoCeil(int64_t v) {
   return p;
 }
 
+// A member evaluated at an index: the Walker visits each one once. Hashed, not printed: a
+// region is walked for every merge priority fusion prices.
+struct Visited {
+  const Node* node;
+  AffineIndex at;
+  bool operator==(const Visited& o) const { return node == o.node && at == o.at; }
+  template <typename H>
+  friend H AbslHashValue(H h, const Visited& v) {
+    h = H::combine(std::move(h), v.node, v.at.size());
+    for (const AffineForm& f : v.at) h = H::combine(std::move(h), f.offset, f.coeff);
+    return h;
+  }
+};
+
 // Walks an elementwise region back from its outputs, as the emitters do, collecting every read
 // and every form the kernel evaluates.
 class Walker {
@@ -64,9 +80,7 @@ class Walker {
   Walker(const Region& r, const Shape& space) : space_(space), members_(r.nodes.begin(), r.nodes.end()) {}
 
   bool Visit(const Node* n, const AffineIndex& at) {
-    std::string key = n->name();
-    for (const AffineForm& f : at) absl::StrAppend(&key, "|", f.Key());
-    if (!seen_.insert(key).second) return true;
+    if (!seen_.insert(Visited{n, at}).second) return true;
     if (!members_.count(n)) {
       if (IsInlinedConstant(n)) return true;
       AffineForm f = LinearForm(at, n->shape(), space_);
@@ -106,8 +120,8 @@ class Walker {
 
  private:
   const Shape& space_;
-  std::set<const Node*> members_;
-  std::set<std::string> seen_;
+  absl::flat_hash_set<const Node*> members_;
+  absl::flat_hash_set<Visited> seen_;
 };
 
 // Sectors of 32 bytes the first warp of the plain kernel (32 x `per_thread` consecutive elements

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -10,157 +11,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/base/status.h"
+#include "passes/fusion/fusion_state.h"
 #include "passes/fusion/legality.h"
 #include "passes/fusion/region_kind.h"
 
 namespace kiln {
 namespace {
-
-// Regions as node sets; a node belongs to several regions only when it was recomputed.
-class FusionState {
- public:
-  FusionState(const Graph& graph, const DeviceSpec& device)
-      : graph_(graph), device_(device), post_order_(graph.PostOrder()) {
-    for (Node* n : post_order_) {
-      if (n->category() == OpCategory::kLeaf) continue;
-      AddRegion({n});
-    }
-  }
-
-  const std::map<int, std::vector<Node*>>& regions() const { return regions_; }
-  const std::vector<Node*>& post_order() const { return post_order_; }
-
-  Region Describe(int id) const { return Describe(id, regions_.at(id), {id}); }
-  // `nodes` as one region that takes the place of the regions `replaced` (a merge candidate:
-  // the producer and the consumer).
-  Region Describe(int id, const std::vector<Node*>& nodes, const std::set<int>& replaced) const {
-    // `user` reads `value` from memory if some region it sits in, other than the ones this
-    // region replaces, does not hold `value`. That includes a member of this region that was
-    // also recomputed in another region without `value`: there it reads what this one writes.
-    auto reads = [this, &replaced](const Node* value, const Node* user) {
-      auto it = node_regions_.find(user);
-      if (it == node_regions_.end()) return true;
-      for (int r : it->second) {
-        if (!replaced.count(r) && !Holds(r, value)) return true;
-      }
-      return false;
-    };
-    return DescribeRegion(id, nodes, graph_, post_order_, device_, reads);
-  }
-
-  // Regions that read a tensor `p` writes.
-  std::vector<int> Consumers(int p) const {
-    std::set<int> out;
-    for (Node* n : regions_.at(p)) {
-      for (Node* user : n->users()) {
-        for (int r : node_regions_.at(user)) {
-          if (r != p && !Holds(r, n)) out.insert(r);
-        }
-      }
-    }
-    return {out.begin(), out.end()};
-  }
-
-  // Would merging p into c create a cycle: is c reachable from p through another region?
-  bool CreatesCycle(int p, int c) const {
-    std::vector<int> stack;
-    for (int x : Consumers(p)) {
-      if (x != c) stack.push_back(x);
-    }
-    std::set<int> seen;
-    while (!stack.empty()) {
-      int x = stack.back();
-      stack.pop_back();
-      if (x == c) return true;
-      if (!seen.insert(x).second) continue;
-      for (int y : Consumers(x)) stack.push_back(y);
-    }
-    return false;
-  }
-
-  std::vector<Node*> Union(int a, int b) const {
-    std::vector<Node*> nodes = regions_.at(a);
-    for (Node* n : regions_.at(b)) {
-      if (!Holds(a, n)) nodes.push_back(n);
-    }
-    return nodes;
-  }
-
-  int AddRegion(std::vector<Node*> nodes) {
-    int id = next_id_++;
-    for (Node* n : nodes) node_regions_[n].insert(id);
-    regions_[id] = std::move(nodes);
-    return id;
-  }
-
-  void RemoveRegion(int id) {
-    for (Node* n : regions_.at(id)) node_regions_[n].erase(id);
-    regions_.erase(id);
-  }
-
-  // Puts p's nodes into every region of `consumers` (new ids, in that order) and drops p.
-  // A merge is the one-consumer case.
-  std::vector<int> Recompute(int p, const std::vector<int>& consumers) {
-    std::vector<int> ids;
-    for (int c : consumers) {
-      std::vector<Node*> merged = Union(p, c);
-      RemoveRegion(c);
-      ids.push_back(AddRegion(std::move(merged)));
-    }
-    RemoveRegion(p);
-    return ids;
-  }
-
-  // Regions in an order where every region comes after the regions it reads from, ready
-  // regions by their first node so the order follows the graph. Shorter than regions() when
-  // the region graph has a cycle.
-  std::vector<int> TopologicalOrder() const {
-    std::map<int, int> pending;
-    std::map<int, std::vector<int>> consumers;
-    for (const auto& [id, nodes] : regions_) pending[id];
-    for (const auto& [id, nodes] : regions_) {
-      for (int c : Consumers(id)) {
-        consumers[id].push_back(c);
-        ++pending[c];
-      }
-    }
-    absl::flat_hash_map<const Node*, int> position;
-    for (size_t i = 0; i < post_order_.size(); ++i) position[post_order_[i]] = i;
-    auto first = [&](int id) {
-      int best = 1 << 30;
-      for (const Node* n : regions_.at(id)) best = std::min(best, position.at(n));
-      return best;
-    };
-    std::set<std::pair<int, int>> ready;
-    for (const auto& [id, count] : pending) {
-      if (count == 0) ready.insert({first(id), id});
-    }
-    std::vector<int> order;
-    while (!ready.empty()) {
-      int id = ready.begin()->second;
-      ready.erase(ready.begin());
-      order.push_back(id);
-      for (int c : consumers[id]) {
-        if (--pending[c] == 0) ready.insert({first(c), c});
-      }
-    }
-    return order;
-  }
-  bool Acyclic() const { return TopologicalOrder().size() == regions_.size(); }
-
- private:
-  bool Holds(int r, const Node* n) const {
-    auto it = node_regions_.find(n);
-    return it != node_regions_.end() && it->second.count(r) > 0;
-  }
-
-  const Graph& graph_;
-  DeviceSpec device_;
-  std::vector<Node*> post_order_;
-  std::map<int, std::vector<Node*>> regions_;
-  absl::flat_hash_map<const Node*, std::set<int>> node_regions_;
-  int next_id_ = 0;
-};
 
 std::vector<std::string> Names(const std::vector<Node*>& nodes) {
   std::vector<std::string> out;
@@ -219,15 +75,15 @@ Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, 
 // Prices recomputing pointwise producer p inside every one of its consumers. Each merged
 // region is described on the state after the whole recompute, where no consumer reads the
 // producer from memory any more, and the cycle check runs on that region graph too.
-std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSpec& device, int p,
+std::optional<Candidate> PriceRecompute(FusionState& state, const DeviceSpec& device, int p,
                                         const std::vector<int>& consumers, const Graph& graph) {
   Region rp = state.Describe(p);
   if (consumers.size() < 2 || rp.kind != RegionKind::kPointwise) return std::nullopt;
   for (const Graph::Output& out : graph.outputs()) {
     if (rp.Contains(out.node)) return std::nullopt;  // a graph output is written once, by its home
   }
-  FusionState after = state;
-  std::vector<int> merged_ids = after.Recompute(p, consumers);
+  std::vector<Region> before;
+  for (int c : consumers) before.push_back(state.Describe(c));
   Candidate cand;
   FusionRecord& rec = cand.record;
   rec.mode = "recompute";
@@ -239,9 +95,10 @@ std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSp
   cand.allowed = true;
   cand.consumers = consumers;
   FusionDecision refusal = FusionDecision::Allow("recompute");
+  std::vector<int> merged_ids = state.TryRecompute(p, consumers);
   for (size_t i = 0; i < consumers.size(); ++i) {
-    Region rc = state.Describe(consumers[i]);
-    Region merged = after.Describe(merged_ids[i]);
+    const Region& rc = before[i];
+    Region merged = state.Describe(merged_ids[i]);
     for (const Node* n : rc.nodes) rec.consumer_nodes.push_back(n->name());
     rec.times.unfused.Add(EstimateRunTime(rc, device));
     rec.times.fused.Add(EstimateRunTime(merged, device));
@@ -251,7 +108,8 @@ std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSp
                                        absl::StrCat("recompute into ", rc.NodeList(2), ": ", decision.reason()));
     }
   }
-  if (refusal.ok() && !after.Acyclic()) refusal = FusionDecision::Forbid("cycle", kRecomputeCycle);
+  if (refusal.ok() && state.CycleThrough(merged_ids)) refusal = FusionDecision::Forbid("cycle", kRecomputeCycle);
+  state.Undo();
   cand.allowed = refusal.ok();
   rec.rule = refusal.rule();
   rec.reason = refusal.ok() ? absl::StrFormat("producer has %d consumer regions; recomputing it in each costs "
@@ -264,16 +122,110 @@ std::optional<Candidate> PriceRecompute(const FusionState& state, const DeviceSp
 
 // Whether `cand` may still be applied to `state`: the regions it names are unchanged (its key
 // says so), but a merge elsewhere may have put a path between them.
-bool StillAcyclic(const FusionState& state, const Candidate& cand) {
+bool StillAcyclic(FusionState& state, const Candidate& cand) {
   if (cand.record.mode == "merge") return !state.CreatesCycle(cand.record.producer_id, cand.record.consumer_id);
-  FusionState after = state;
-  after.Recompute(cand.record.producer_id, cand.consumers);
-  return after.Acyclic();
+  return !state.RecomputeCreatesCycle(cand.record.producer_id, cand.consumers);
 }
 
-std::string CandidateKey(const Candidate& c) {
-  return absl::StrCat(c.record.mode, ":", c.record.producer_id, ">", absl::StrJoin(c.consumers, ","));
+// Whether candidate a wins over b, the incumbent (see PlanFusion).
+bool Beats(bool a_recompute, double a_saved, bool b_recompute, double b_saved) {
+  constexpr double kRecomputeMargin = 1.01;
+  if (a_recompute && !b_recompute) return a_saved > b_saved * kRecomputeMargin;
+  if (!a_recompute && b_recompute) return a_saved * kRecomputeMargin >= b_saved;
+  return a_saved > b_saved;
 }
+
+// The live candidates of PlanFusion, each priced once, and the order they are weighed in.
+class LiveCandidates {
+ public:
+  // (producer, 0, consumer) for a merge, (producer, 1, -1) for its recompute.
+  using Slot = std::tuple<int, int, int>;
+
+  // Records p's consumer regions, forgetting the candidates whose key that changes.
+  void SetConsumers(int p, std::vector<int> consumers) {
+    for (int c : consumers_[p]) producers_[c].erase(p);
+    for (int c : consumers) producers_[c].insert(p);
+    consumers_[p] = std::move(consumers);
+  }
+  const std::vector<int>& consumers_of(int p) const { return consumers_.at(p); }
+  std::vector<int> producers_of(int c) const {
+    auto it = producers_.find(c);
+    return it == producers_.end() ? std::vector<int>{} : std::vector<int>(it->second.begin(), it->second.end());
+  }
+  bool Has(int p, int c) const { return live_.count({p, 0, c}) > 0; }
+  // Whether p's recompute into exactly `consumers` is live; drops one into others.
+  bool HasRecompute(int p, const std::vector<int>& consumers) {
+    auto it = live_.find({p, 1, -1});
+    if (it == live_.end()) return false;
+    if (it->second.consumers == consumers) return true;
+    Erase(it->first);
+    return false;
+  }
+
+  // A newly priced candidate (consumer -1: a recompute); its first record goes to the ledger.
+  void Add(int p, int c, Candidate cand, FusionPlan& plan) {
+    cand.record.step = plan.merges;
+    cand.record.event = plan.merges == 0 ? "candidate" : "reprice";
+    plan.records.push_back(cand.record);
+    Slot slot{p, c < 0 ? 1 : 0, c};
+    Candidate& stored = live_.emplace(slot, std::move(cand)).first->second;
+    if (!stored.allowed || !Profitable(stored.record)) return;
+    Entry e{slot, &stored, stored.record.mode == "recompute", stored.record.saved_us()};
+    eligible_.insert(std::lower_bound(eligible_.begin(), eligible_.end(), e), e);
+  }
+
+  // Region r is gone: its candidates as producer and as consumer.
+  void Drop(int r) {
+    for (auto it = live_.lower_bound({r, 0, -1}); it != live_.end() && std::get<0>(it->first) == r;) {
+      Slot slot = (it++)->first;
+      Erase(slot);
+    }
+    for (int q : producers_of(r)) Erase({q, 0, r});
+    SetConsumers(r, {});
+    consumers_.erase(r);
+    producers_.erase(r);
+  }
+
+  // Weighs the allowed, profitable candidates in order and returns the best, or null.
+  // `acyclic` is asked of each one that would become the best and may refuse it for good.
+  template <typename Check>
+  const Candidate* Pick(Check acyclic) {
+    int best = -1;
+    for (size_t i = 0; i < eligible_.size();) {
+      const Entry& e = eligible_[i];
+      if (best >= 0 && !Beats(e.recompute, e.saved, eligible_[best].recompute, eligible_[best].saved)) {
+        ++i;
+        continue;
+      }
+      if (!acyclic(*e.cand)) {
+        eligible_.erase(eligible_.begin() + i);
+        continue;
+      }
+      best = static_cast<int>(i++);
+    }
+    return best < 0 ? nullptr : eligible_[best].cand;
+  }
+
+ private:
+  struct Entry {
+    Slot slot;
+    Candidate* cand;
+    bool recompute;
+    double saved;
+    bool operator<(const Entry& o) const { return slot < o.slot; }
+  };
+  void Erase(const Slot& slot) {
+    Entry key{slot, nullptr, false, 0};
+    auto e = std::lower_bound(eligible_.begin(), eligible_.end(), key);
+    if (e != eligible_.end() && e->slot == slot) eligible_.erase(e);
+    live_.erase(slot);
+  }
+
+  std::map<Slot, Candidate> live_;
+  std::vector<Entry> eligible_;  // the allowed and profitable ones, by slot
+  std::map<int, std::vector<int>> consumers_;
+  absl::flat_hash_map<int, std::set<int>> producers_;
+};
 
 std::vector<int> ExecutionOrder(const FusionState& state) {
   std::vector<int> order = state.TopologicalOrder();
@@ -309,55 +261,42 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
     plan.unfused_bytes += e.bytes_read + e.bytes_written;
   }
 
-  // Priced candidates by key; a key names region ids, and ids are never reused, so an entry
-  // stays valid until one of its regions is merged away. Only the cycle check is global and
-  // is redone at pick time.
-  std::map<std::string, Candidate> priced;
+  // Live candidates, in the order they are weighed: by producer id, each producer's merges by
+  // consumer id, then its recompute. A candidate names region ids, and ids are never reused,
+  // so it is priced once and stays valid until one of its regions is merged away; only the
+  // cycle check looks beyond its regions and is redone at pick time. After a step, only the
+  // new regions and the producers that fed a region merged away can have new candidates.
+  LiveCandidates live;
+  std::set<int> dirty;
+  for (const auto& [id, nodes] : state.regions()) dirty.insert(id);
   while (true) {
-    std::vector<std::string> live_keys;
-    for (const auto& [p, nodes] : state.regions()) {
-      std::vector<int> consumers = state.Consumers(p);
-      std::vector<Candidate> fresh;
-      for (int c : consumers) fresh.push_back(PriceMerge(state, device, p, c));
-      if (auto r = PriceRecompute(state, device, p, consumers, graph)) fresh.push_back(*r);
-      for (Candidate& cand : fresh) {
-        std::string key = CandidateKey(cand);
-        live_keys.push_back(key);
-        if (priced.count(key)) continue;
-        cand.record.step = plan.merges;
-        cand.record.event = plan.merges == 0 ? "candidate" : "reprice";
-        plan.records.push_back(cand.record);
-        priced.emplace(key, std::move(cand));
+    for (int p : dirty) {
+      live.SetConsumers(p, state.Consumers(p));
+      for (int c : live.consumers_of(p)) {
+        if (live.Has(p, c)) continue;
+        live.Add(p, c, PriceMerge(state, device, p, c), plan);
+      }
+      if (!live.HasRecompute(p, live.consumers_of(p))) {
+        if (auto r = PriceRecompute(state, device, p, live.consumers_of(p), graph)) live.Add(p, -1, *r, plan);
       }
     }
-    // The best legal, profitable, acyclic candidate; ties go to the earliest key. A recompute
+    dirty.clear();
+    // The best legal, profitable, acyclic candidate; ties go to the earliest. A recompute
     // must save clearly more (kRecomputeMargin) than a merge to win over it: it computes the
     // producer twice, and the merge keeps a value whole for what fuses next (a bias add left
     // in its matmul's epilogue lets attention fold the head split of the sliced result).
-    const Candidate* best = nullptr;
-    auto beats = [](const FusionRecord& a, const FusionRecord& b) {
-      constexpr double kRecomputeMargin = 1.01;
-      if (a.mode == "recompute" && b.mode == "merge") return a.saved_us() > b.saved_us() * kRecomputeMargin;
-      if (a.mode == "merge" && b.mode == "recompute") return a.saved_us() * kRecomputeMargin >= b.saved_us();
-      return a.saved_us() > b.saved_us();
-    };
-    for (const std::string& key : live_keys) {
-      const Candidate& cand = priced.at(key);
-      if (!cand.allowed || !Profitable(cand.record)) continue;
-      if (best != nullptr && !beats(cand.record, best->record)) continue;
-      if (!StillAcyclic(state, cand)) {
-        FusionRecord rec = cand.record;
-        rec.event = "reprice";
-        rec.step = plan.merges;
-        rec.verdict = "cycle";
-        rec.rule = "cycle";
-        rec.reason = rec.mode == "merge" ? kMergeCycle : kRecomputeCycle;
-        plan.records.push_back(rec);
-        priced.at(key).allowed = false;
-        continue;
-      }
-      best = &cand;
-    }
+    const Candidate* best = live.Pick([&](Candidate& cand) {
+      if (StillAcyclic(state, cand)) return true;
+      FusionRecord rec = cand.record;
+      rec.event = "reprice";
+      rec.step = plan.merges;
+      rec.verdict = "cycle";
+      rec.rule = "cycle";
+      rec.reason = rec.mode == "merge" ? kMergeCycle : kRecomputeCycle;
+      plan.records.push_back(rec);
+      cand.allowed = false;
+      return false;
+    });
     if (best == nullptr) {
       FusionRecord stop;
       stop.event = "stop";
@@ -376,9 +315,20 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
       break;
     }
     FusionRecord fuse = best->record;
+    const std::vector<int> consumers = best->consumers;
     fuse.event = "fuse";
     fuse.step = plan.merges;
-    state.Recompute(fuse.producer_id, best->consumers);
+    std::vector<int> removed = consumers;
+    removed.push_back(fuse.producer_id);
+    for (int r : removed) {
+      for (int q : live.producers_of(r)) dirty.insert(q);
+    }
+    std::vector<int> added = state.Recompute(fuse.producer_id, consumers);
+    for (int r : removed) {
+      live.Drop(r);
+      dirty.erase(r);
+    }
+    dirty.insert(added.begin(), added.end());
     plan.records.push_back(fuse);
     ++plan.merges;
   }

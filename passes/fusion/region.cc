@@ -44,12 +44,20 @@ std::string Region::NodeList(int max) const {
 Region DescribeRegion(int id, const std::vector<Node*>& nodes, const Graph& graph,
                       const std::vector<Node*>& post_order, const DeviceSpec& device,
                       const ReadsFromMemory& reads_from_memory) {
+  absl::flat_hash_set<const Node*> members(nodes.begin(), nodes.end());
+  std::vector<Node*> ordered;
+  for (Node* n : post_order) {
+    if (members.contains(n)) ordered.push_back(n);
+  }
+  return DescribeOrderedRegion(id, std::move(ordered), graph, device, reads_from_memory);
+}
+
+Region DescribeOrderedRegion(int id, std::vector<Node*> nodes, const Graph& graph, const DeviceSpec& device,
+                             const ReadsFromMemory& reads_from_memory) {
   Region r;
   r.id = id;
   absl::flat_hash_set<const Node*> members(nodes.begin(), nodes.end());
-  for (Node* n : post_order) {
-    if (members.contains(n)) r.nodes.push_back(n);
-  }
+  r.nodes = std::move(nodes);
   absl::flat_hash_set<const Node*> graph_outputs;
   for (const Graph::Output& out : graph.outputs()) graph_outputs.insert(out.node);
   absl::flat_hash_set<const Node*> seen_inputs;

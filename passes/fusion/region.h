@@ -79,6 +79,11 @@ using ReadsFromMemory = std::function<bool(const Node* value, const Node* user)>
 Region DescribeRegion(int id, const std::vector<Node*>& nodes, const Graph& graph,
                       const std::vector<Node*>& post_order, const DeviceSpec& device,
                       const ReadsFromMemory& reads_from_memory = nullptr);
+// The same for `nodes` already in graph post order, each once: it does not walk the whole
+// post order, so describing a region costs time in its own size (priority fusion describes
+// every candidate merge).
+Region DescribeOrderedRegion(int id, std::vector<Node*> nodes, const Graph& graph, const DeviceSpec& device,
+                             const ReadsFromMemory& reads_from_memory = nullptr);
 
 }  // namespace kiln
 
