@@ -27,12 +27,24 @@ std::string SourceDir() {
   return dir != nullptr && *dir ? dir : KILN_SOURCE_DIR;
 }
 
-absl::StatusOr<Compiled> CompileGraph(std::unique_ptr<Graph> graph) {
+// A graph compiled for this GPU and loaded: the plan's graph (compiled.analysis.graph) and its
+// Executable.
+struct Loaded {
+  Compiled compiled;
+  std::unique_ptr<Executable> exe;
+};
+
+absl::StatusOr<Loaded> CompileAndLoad(absl::StatusOr<std::unique_ptr<Graph>> graph) {
+  if (!graph.ok()) return graph.status();
   CompileOptions options;
   auto arch = CurrentDeviceArch();
   if (!arch.ok()) return arch.status();
   options.arch = *arch;
-  return Compile(std::move(graph), options);
+  auto compiled = Compile(std::move(*graph), options);
+  if (!compiled.ok()) return compiled.status();
+  auto exe = Executable::Load(compiled->lowered.program);
+  if (!exe.ok()) return exe.status();
+  return Loaded{std::move(*compiled), std::move(*exe)};
 }
 
 // Device copies of host tensors, or fresh output buffers of a Program.
@@ -134,14 +146,10 @@ class CudaGraphExampleTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CudaGraphExampleTest, GraphReplayIsBitwiseTheStreamPath) {
-  auto graph = LoadGraph(SourceDir() + "/examples/small/" + GetParam() + ".json");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  auto compiled = CompileGraph(std::move(*graph));
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  const Graph& g = *compiled->analysis.graph;
-  auto loaded = Executable::Load(compiled->lowered.program);
+  auto loaded = CompileAndLoad(LoadGraph(SourceDir() + "/examples/small/" + GetParam() + ".json"));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  Executable& exe = **loaded;
+  const Graph& g = *loaded->compiled.analysis.graph;
+  Executable& exe = *loaded->exe;
   const Program& p = exe.program();
   const CudaDriver* cu = *LoadCudaDriver();
   CUstream stream;
@@ -241,13 +249,10 @@ TEST_F(CudaGraphSeedTest, AReplayReadsTheSeedFromItsBufferNotFromTheCapture) {
       h: bf16[64,1000] = add(xd, r)
       return h
     })");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  auto compiled = CompileGraph(std::move(*graph));
-  ASSERT_TRUE(compiled.ok()) << compiled.status();
-  const Graph& g = *compiled->analysis.graph;
-  auto loaded = Executable::Load(compiled->lowered.program);
+  auto loaded = CompileAndLoad(std::move(graph));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  Executable& exe = **loaded;
+  const Graph& g = *loaded->compiled.analysis.graph;
+  Executable& exe = *loaded->exe;
 
   // x = 0.75, r = 0.25: a kept element is 0.75 * 2 + 0.25 = 1.75, a dropped one 0.25 (exact in bf16).
   std::map<std::string, Tensor> values;
