@@ -141,15 +141,13 @@ absl::StatusOr<MatmulEpilogue> AnalyzeMatmul(const Region& region) {
   }
   // The epilogue: the chain of adds after the matmul, each adding one tensor read from memory,
   // then (cuBLASLt applies it last) a gelu_tanh of the sum.
-  std::vector<const Node*> gelu_nodes;
-  const Node* gelu_out = nullptr;
+  std::optional<GeluTanhMatch> gelu;
   if (region.outputs.size() == 1) {
-    if (std::optional<GeluTanhMatch> g = MatchGeluTanh(region.outputs[0]); g && region.Contains(g->x)) {
-      m.gelu = true;
-      gelu_nodes = g->nodes;
-      gelu_out = region.outputs[0];
-    }
+    gelu = MatchGeluTanh(region.outputs[0]);
+    if (gelu && !region.Contains(gelu->x)) gelu.reset();
   }
+  m.gelu = gelu.has_value();
+  const std::vector<const Node*> gelu_nodes = gelu ? gelu->nodes : std::vector<const Node*>{};
   auto in_gelu = [&](const Node* n) { return std::find(gelu_nodes.begin(), gelu_nodes.end(), n) != gelu_nodes.end(); };
   const Node* cur = m.matmul;
   for (const Node* n : region.nodes) {
@@ -177,9 +175,10 @@ absl::StatusOr<MatmulEpilogue> AnalyzeMatmul(const Region& region) {
     cur = n;
   }
   if (m.gelu) {
-    const Node* x = MatchGeluTanh(gelu_out)->x;
-    if (x != cur) return Refuse(absl::StrCat("the gelu_tanh reads ", x->name(), ", not the end of the add chain"));
-    cur = gelu_out;
+    if (gelu->x != cur) {
+      return Refuse(absl::StrCat("the gelu_tanh reads ", gelu->x->name(), ", not the end of the add chain"));
+    }
+    cur = region.outputs[0];
   }
   if (region.outputs.size() != 1 || region.outputs[0] != cur) {
     std::string names;

@@ -153,9 +153,9 @@ def _perm_of(t):
 
 # Ops whose result is a view of their operand: an output made of these alone over a region
 # input is computed in torch (a view costs nothing there; kiln would materialise it).
-PURE_VIEW_TARGETS = _targets("view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand",
-                             "slice", "select", "squeeze", "unsqueeze", "alias", "detach", "flatten",
-                             "unflatten", "numpy_T")
+# VIEW_TARGETS less the ones that copy or have several outputs.
+PURE_VIEW_TARGETS = VIEW_TARGETS - _targets("clone", "contiguous", "lift_fresh_copy", "expand_copy", "split",
+                                            "split_with_sizes", "unbind", "broadcast_to") - {_operator.getitem}
 
 
 _RESHAPE_VIEWS = _targets("view", "_unsafe_view")
