@@ -18,6 +18,7 @@ std::string KernelParams::ToString() const {
   if (stages != 0) absl::StrAppend(&s, " stages=", stages);
   if (warps != 0) absl::StrAppend(&s, " warps=", warps);
   if (min_blocks != 0) absl::StrAppend(&s, " min_blocks=", min_blocks);
+  if (wgmma) absl::StrAppend(&s, " wgmma");
   return s;
 }
 
@@ -95,6 +96,8 @@ KernelParams AttentionParams(const AttentionTiles& t) {
   p.warps = t.warps;
   p.stages = t.stages;
   p.split = t.split;
+  p.wgmma = t.wgmma;
+  p.min_blocks = t.min_blocks;
   return p;
 }
 

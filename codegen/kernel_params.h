@@ -19,6 +19,8 @@
 //                   staged inputs' innermost axis x the output's (0 x 0: the plain kernel)
 //   stages, warps   tiled kinds: pipeline depth and warps per block (0: the kind's default)
 //   min_blocks      blocks per SM the compiler must fit (caps registers; 0: its own choice)
+//   wgmma           attention: the sm_90a warpgroup kernel (templates/attention_sm90.cuh)
+//                   instead of the mma.sync one; only on devices with DeviceSpec::wgmma
 #ifndef KILN_CODEGEN_KERNEL_PARAMS_H_
 #define KILN_CODEGEN_KERNEL_PARAMS_H_
 
@@ -43,9 +45,10 @@ struct KernelParams {
   int tile_m = 0, tile_n = 0;
   int stages = 0, warps = 0;
   int min_blocks = 0;  // __launch_bounds__'s minimum resident blocks per SM (0: none)
+  bool wgmma = false;
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
-  // (" split=4", " tile=64x64", " stages=2", " warps=4").
+  // (" split=4", " tile=64x64", " stages=2", " warps=4", " min_blocks=2", " wgmma").
   std::string ToString() const;
   // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).
   uint64_t Hash() const;

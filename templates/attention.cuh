@@ -138,26 +138,32 @@ __device__ __forceinline__ float QuadSum(float x) {
 }
 
 // Max and sum of N values as a tree (log2 N dependent steps instead of N: the softmax is
-// otherwise a chain of fixed-latency instructions per row). N is a power of two.
+// otherwise a chain of fixed-latency instructions per row). N is a power of two; the recursion
+// keeps every index a constant (a loop over halving widths is not always unrolled, and then
+// the array goes to local memory).
 template <int N>
-__device__ __forceinline__ float TreeMax(float (&v)[N]) {
+__device__ __forceinline__ float TreeMax(const float (&v)[N]) {
   static_assert((N & (N - 1)) == 0, "a power of two");
+  if constexpr (N == 1) {
+    return v[0];
+  } else {
+    float h[N / 2];
 #pragma unroll
-  for (int w = N / 2; w > 0; w /= 2) {
-#pragma unroll
-    for (int i = 0; i < w; ++i) v[i] = fmaxf(v[i], v[i + w]);
+    for (int i = 0; i < N / 2; ++i) h[i] = fmaxf(v[i], v[i + N / 2]);
+    return TreeMax(h);
   }
-  return v[0];
 }
 template <int N>
-__device__ __forceinline__ float TreeSum(float (&v)[N]) {
+__device__ __forceinline__ float TreeSum(const float (&v)[N]) {
   static_assert((N & (N - 1)) == 0, "a power of two");
+  if constexpr (N == 1) {
+    return v[0];
+  } else {
+    float h[N / 2];
 #pragma unroll
-  for (int w = N / 2; w > 0; w /= 2) {
-#pragma unroll
-    for (int i = 0; i < w; ++i) v[i] += v[i + w];
+    for (int i = 0; i < N / 2; ++i) h[i] = v[i] + v[i + N / 2];
+    return TreeSum(h);
   }
-  return v[0];
 }
 
 __host__ __device__ constexpr int RoundUp16(int x) { return (x + 15) / 16 * 16; }
@@ -202,6 +208,190 @@ __device__ __forceinline__ void LoadTile(T* smem, int row0, int cols_valid, cons
   }
 }
 
+
+// The probabilities of the 8-key blocks 2 kk and 2 kk + 1 (accumulator layout) as the 16-bit
+// A fragment of k16 step kk of p v.
+template <class T, int kNB>
+__device__ __forceinline__ void PackP(unsigned (&pa)[4], const float (&s)[kNB][4], int kk) {
+  pa[0] = Mma<T>::Pack(s[2 * kk][0], s[2 * kk][1]);
+  pa[1] = Mma<T>::Pack(s[2 * kk][2], s[2 * kk][3]);
+  pa[2] = Mma<T>::Pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+  pa[3] = Mma<T>::Pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+}
+
+// The rows of one K/V batch b: row r is query position r % kS of query batch b kG + r / kS
+// (grouped heads packed, kG > 1), or position r of batch b.
+template <class Body>
+struct Rows {
+  static constexpr int kS = Body::kS, kG = Body::kG, kR = kG * kS;
+  long long b;
+  __device__ __forceinline__ int Seq(int r) const { return kG == 1 ? r : r % kS; }
+  __device__ __forceinline__ long long QBatch(int r) const { return kG == 1 ? b : b * kG + r / kS; }
+  // The largest / smallest query position among rows [lo, hi] (clamped to the rows there are).
+  __device__ __forceinline__ int MaxSeq(int lo, int hi) const {
+    hi = min(hi, kR - 1);
+    return (kG == 1 || lo / kS == hi / kS) ? Seq(hi) : kS - 1;
+  }
+  __device__ __forceinline__ int MinSeq(int lo, int hi) const {
+    hi = min(hi, kR - 1);
+    return (kG == 1 || lo / kS == hi / kS) ? Seq(lo) : 0;
+  }
+};
+
+// The scores s of kMT 16-row tiles (rows row0 + 16 mt + g + 8 h) against the key tile at key0,
+// in mma accumulator layout. With a mask: scaled into the log2 domain and the mask added;
+// without, left raw (the scale is folded into the exponential). Keys past T and (causal) past
+// the row become -inf where `edge` says the tile reaches them.
+template <class Body, int kMT, int kNB>
+__device__ __forceinline__ void MaskScores(const Body& body, const Rows<Body>& rows, float (&s)[kMT][kNB][4], int row0,
+                                           int key0, bool edge, int g, int t) {
+  constexpr int kR = Rows<Body>::kR;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + mt * 16 + g + 8 * h;
+      const int pos = rows.Seq(min(row, kR - 1));
+#pragma unroll
+      for (int j = 0; j < kNB; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int col = key0 + j * 8 + 2 * t + c;
+          float x = s[mt][j][2 * h + c];
+          if constexpr (Body::kHasMask) {
+            x = x * Body::kScaleLog2 +
+                body.Mask(rows.QBatch(min(row, kR - 1)), pos, min(col, Body::kT - 1)) * 1.4426950408889634f;
+          }
+          if (edge && (col >= Body::kT || (Body::kCausal && col > pos))) x = kNegInfF();
+          s[mt][j][2 * h + c] = x;
+        }
+      }
+    }
+  }
+}
+
+// Online softmax over one key tile: new row maxima (row_max is in the log2 domain), what was
+// accumulated in o rescaled, the scores turned into p = 2^(x scale - shift) in place (one
+// FFMA and one ex2 each), their sums added to row_sum (per lane; QuadSum at the end).
+template <class Body, int kMT, int kNB, int kOB>
+__device__ __forceinline__ void SoftmaxStep(float (&s)[kMT][kNB][4], float (&o)[kMT][kOB][4], float (&row_max)[kMT][2],
+                                            float (&row_sum)[kMT][2]) {
+  constexpr float kScale = Body::kHasMask ? 1.0f : Body::kScaleLog2;  // the scale left on x
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float part[kNB];
+#pragma unroll
+      for (int j = 0; j < kNB; ++j) part[j] = fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]);
+      // kScale > 0: -inf stays -inf.
+      const float mx = fmaxf(row_max[mt][h], QuadMax(TreeMax(part)) * kScale);
+      const float shift = mx == kNegInfF() ? 0.0f : mx;  // a row with nothing visible yet: 2^-inf = 0
+      const float correction = Exp2(row_max[mt][h] - shift);
+      row_max[mt][h] = mx;
+#pragma unroll
+      for (int j = 0; j < kNB; ++j) {
+        s[mt][j][2 * h] = Exp2(fmaf(s[mt][j][2 * h], kScale, -shift));
+        s[mt][j][2 * h + 1] = Exp2(fmaf(s[mt][j][2 * h + 1], kScale, -shift));
+        part[j] = s[mt][j][2 * h] + s[mt][j][2 * h + 1];
+      }
+      row_sum[mt][h] = row_sum[mt][h] * correction + TreeSum(part);
+#pragma unroll
+      for (int e = 0; e < kOB; ++e) {
+        o[mt][e][2 * h] *= correction;
+        o[mt][e][2 * h + 1] *= correction;
+      }
+    }
+  }
+}
+
+// The end of a block: row sums completed over the quad; with kSplit > 1 this split's partials
+// published and, in the last of the item's kSplit blocks to finish, all of them merged in
+// split order (the others return); then every row normalised (a row that saw no key, l = 0,
+// gives 0) and stored as pairs of columns. The block's warp w owns local rows
+// 16 kMT w .. 16 kMT (w + 1) - 1, the first of them row0 of the K/V batch's rows.
+template <class Body, int kBM, int kEP, int kSplit, int kMT>
+__device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& rows, float (&o)[kMT][kEP / 8][4],
+                                           float (&row_max)[kMT][2], float (&row_sum)[kMT][2], void* scratch,
+                                           int warp, int row0, int g, int t) {
+  using T = typename Body::T;
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row_sum[mt][h] = QuadSum(row_sum[mt][h]);
+  }
+  if constexpr (kSplit > 1) {
+    using Scratch = SplitScratch<kBM, kEP, kSplit>;
+    const Scratch sc{static_cast<unsigned char*>(scratch) + (rows.b * gridDim.y + blockIdx.y) * Scratch::kItemBytes};
+    const int split = blockIdx.z;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;  // the block's local row
+#pragma unroll
+        for (int e = 0; e < kEP / 8; ++e) {
+          __stcg(reinterpret_cast<float2*>(sc.Out(split) + lr * kEP + e * 8 + 2 * t),
+                 make_float2(o[mt][e][2 * h], o[mt][e][2 * h + 1]));
+        }
+        if (t == 0) __stcg(reinterpret_cast<float2*>(sc.Stats(split) + 2 * lr), make_float2(row_max[mt][h], row_sum[mt][h]));
+      }
+    }
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      last = atomicAdd(sc.Counter(), 1u) == kSplit - 1;
+      if (last) *sc.Counter() = 0;  // left zero for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();  // the other splits' partials are visible
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;
+        float mx = kNegInfF();
+        for (int sp = 0; sp < kSplit; ++sp) mx = fmaxf(mx, __ldcg(sc.Stats(sp) + 2 * lr));
+        const float shift = mx == kNegInfF() ? 0.0f : mx;
+        float l = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kEP / 8; ++e) o[mt][e][2 * h] = o[mt][e][2 * h + 1] = 0.0f;
+        for (int sp = 0; sp < kSplit; ++sp) {
+          const float2 st = __ldcg(reinterpret_cast<const float2*>(sc.Stats(sp) + 2 * lr));
+          const float w = Exp2(st.x - shift);
+          l += st.y * w;
+#pragma unroll
+          for (int e = 0; e < kEP / 8; ++e) {
+            const float2 part = __ldcg(reinterpret_cast<const float2*>(sc.Out(sp) + lr * kEP + e * 8 + 2 * t));
+            o[mt][e][2 * h] += part.x * w;
+            o[mt][e][2 * h + 1] += part.y * w;
+          }
+        }
+        row_sum[mt][h] = l;
+      }
+    }
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float l = row_sum[mt][h];
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      const int row = row0 + mt * 16 + g + 8 * h;
+      if (row >= Rows<Body>::kR) continue;
+      T* out = body.O(rows.QBatch(row)) + rows.Seq(row) * Body::kORow;
+#pragma unroll
+      for (int e = 0; e < kEP / 8; ++e) {
+        const int col = e * 8 + 2 * t;
+        if (col >= Body::kE) continue;
+        *reinterpret_cast<unsigned*>(out + col) = Mma<T>::Pack(o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
+      }
+    }
+  }
+}
+
 }  // namespace attn
 
 template <class Body, class Shape>
@@ -212,41 +402,28 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   constexpr int kStages = Shape::kStages, kSplit = Shape::kSplit;
   constexpr int kDP = attn::RoundUp16(Body::kD), kEP = attn::RoundUp16(Body::kE);
   constexpr int kQS = kDP + 8, kKS = kDP + 8, kVS = kEP + 8;  // padded rows: conflict-free ldmatrix
-  constexpr int kS = Body::kS, kG = Body::kG, kR = kG * kS;    // query rows of one K/V batch
+  constexpr int kR = attn::Rows<Body>::kR;                     // query rows of one K/V batch
   static_assert(Body::kD % 8 == 0 && Body::kE % 8 == 0, "head dims are whole 16-byte chunks");
-  static_assert(kS >= 1 && Body::kT >= 1 && kG >= 1, "attention over empty sequences is not launched");
+  static_assert(Body::kS >= 1 && Body::kT >= 1 && Body::kG >= 1, "attention over empty sequences is not launched");
 
   extern __shared__ __align__(16) unsigned char attention_smem[];
   T* sQ = reinterpret_cast<T*>(attention_smem);
   T* sK = sQ + kBM * kQS;
   T* sV = sK + kStages * kBN * kKS;
 
-  const long long b = blockIdx.x;  // the K/V batch
-  if (b >= count) return;
+  if (static_cast<long long>(blockIdx.x) >= count) return;
+  const attn::Rows<Body> rows{static_cast<long long>(blockIdx.x)};  // the K/V batch
   constexpr int kMBlocks = (kR + kBM - 1) / kBM;
   const int m0 = (kMBlocks - 1 - static_cast<int>(blockIdx.y)) * kBM;  // the longest causal rows first
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int warp_row0 = m0 + warp * 16 * kMT;  // this warp's first row
 
-  // Row r of the block's space: query position r % kS of query batch b kG + r / kS.
-  auto seq_of = [](int r) { return kG == 1 ? r : r % kS; };
-  auto qbatch_of = [&](int r) { return kG == 1 ? b : b * kG + r / kS; };
-  // The largest / smallest query position among rows [lo, hi] (clamped to the rows there are).
-  auto max_seq = [&](int lo, int hi) {
-    hi = min(hi, kR - 1);
-    return (kG == 1 || lo / kS == hi / kS) ? seq_of(hi) : kS - 1;
-  };
-  auto min_seq = [&](int lo, int hi) {
-    hi = min(hi, kR - 1);
-    return (kG == 1 || lo / kS == hi / kS) ? seq_of(lo) : 0;
-  };
-
-  const T* k = body.K(b);
-  const T* v = body.V(b);
+  const T* k = body.K(rows.b);
+  const T* v = body.V(rows.b);
   // Key tiles of this block: all, or (causal) up to its last row's position; this split's share.
   int keys = Body::kT;
-  if (Body::kCausal) keys = min(Body::kT, max_seq(m0, m0 + kBM - 1) + 1);
+  if (Body::kCausal) keys = min(Body::kT, rows.MaxSeq(m0, m0 + kBM - 1) + 1);
   const int all_tiles = (keys + kBN - 1) / kBN;
   const int per_split = (all_tiles + kSplit - 1) / kSplit;
   const int n_begin = kSplit == 1 ? 0 : min(all_tiles, static_cast<int>(blockIdx.z) * per_split);
@@ -262,7 +439,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     });
   };
   attn::LoadTile<kBM, kDP, kQS, kThreads>(sQ, m0, Body::kD, [&](int r) {
-    return r < kR ? body.Q(qbatch_of(r)) + seq_of(r) * Body::kQRow : nullptr;
+    return r < kR ? body.Q(rows.QBatch(r)) + rows.Seq(r) * Body::kQRow : nullptr;
   });
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -289,8 +466,8 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   // This warp's rows: none past the block's rows (short query blocks: decoding), and the
   // positions a causal mask compares keys with.
   const bool warp_has_rows = warp_row0 < kR;
-  const int warp_max_seq = max_seq(warp_row0, warp_row0 + 16 * kMT - 1);
-  const int warp_min_seq = min_seq(warp_row0, warp_row0 + 16 * kMT - 1);
+  const int warp_max_seq = rows.MaxSeq(warp_row0, warp_row0 + 16 * kMT - 1);
+  const int warp_min_seq = rows.MinSeq(warp_row0, warp_row0 + 16 * kMT - 1);
 
   for (int n = n_begin; n < n_end; ++n) {
     attn::CpAsyncWait<kStages - 2>();
@@ -355,62 +532,9 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
       }
     }
 
-    // With a mask, scale into the log2 domain and add it; without, the scores stay raw and the
-    // scale is folded into the exponential's FFMA below. Keys past T and (causal) past the row
-    // are -inf.
     const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = warp_row0 + mt * 16 + g + 8 * h;
-        const int pos = seq_of(min(row, kR - 1));
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const int col = key0 + j * 8 + 2 * t + c;
-            float x = s[mt][j][2 * h + c];
-            if constexpr (Body::kHasMask) {
-              x = x * Body::kScaleLog2 +
-                  body.Mask(qbatch_of(min(row, kR - 1)), pos, min(col, Body::kT - 1)) * 1.4426950408889634f;
-            }
-            if (edge && (col >= Body::kT || (Body::kCausal && col > pos))) x = kNegInfF();
-            s[mt][j][2 * h + c] = x;
-          }
-        }
-      }
-    }
-
-    // Online softmax: new row maxima (row_max is in the log2 domain), rescale what was
-    // accumulated, exponentiate: p = 2^(x scale - shift), one FFMA and one ex2 per score.
-    constexpr float kScale = Body::kHasMask ? 1.0f : Body::kScaleLog2;  // the scale left on x
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float part[kBN / 8];
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) part[j] = fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]);
-        // kScale > 0: -inf stays -inf.
-        const float mx = fmaxf(row_max[mt][h], attn::QuadMax(attn::TreeMax(part)) * kScale);
-        const float shift = mx == kNegInfF() ? 0.0f : mx;  // a row with nothing visible yet: 2^-inf = 0
-        const float correction = attn::Exp2(row_max[mt][h] - shift);
-        row_max[mt][h] = mx;
-#pragma unroll
-        for (int j = 0; j < kBN / 8; ++j) {
-          s[mt][j][2 * h] = attn::Exp2(fmaf(s[mt][j][2 * h], kScale, -shift));
-          s[mt][j][2 * h + 1] = attn::Exp2(fmaf(s[mt][j][2 * h + 1], kScale, -shift));
-          part[j] = s[mt][j][2 * h] + s[mt][j][2 * h + 1];
-        }
-        row_sum[mt][h] = row_sum[mt][h] * correction + attn::TreeSum(part);
-#pragma unroll
-        for (int e = 0; e < kEP / 8; ++e) {
-          o[mt][e][2 * h] *= correction;
-          o[mt][e][2 * h + 1] *= correction;
-        }
-      }
-    }
+    attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
+    attn::SoftmaxStep<Body>(s, o, row_max, row_sum);
 
     // o += p v: the score accumulators of two 8-key blocks are the A fragment of a k16 step.
     // The V fragment of step i + 2 is loaded while the products of step i run (three buffers
@@ -429,12 +553,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
       if (i + 2 < kVSteps) load_v(i + 2);
       if (eb == 0) {
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          pa[mt][0] = M::Pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          pa[mt][1] = M::Pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          pa[mt][2] = M::Pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          pa[mt][3] = M::Pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-        }
+        for (int mt = 0; mt < kMT; ++mt) attn::PackP<T>(pa[mt], s[mt], kk);
       }
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
@@ -444,87 +563,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     }
   }
   attn::CpAsyncWait<0>();  // nothing may be in flight when the block exits
-
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) row_sum[mt][h] = attn::QuadSum(row_sum[mt][h]);
-  }
-  if constexpr (kSplit > 1) {
-    // Publish this split's partials; the last of the item's kSplit blocks merges them all, in
-    // split order, into o / row_max / row_sum and goes on to the store below.
-    using Scratch = attn::SplitScratch<kBM, kEP, kSplit>;
-    const Scratch sc{static_cast<unsigned char*>(scratch) +
-                     (b * gridDim.y + blockIdx.y) * Scratch::kItemBytes};
-    const int split = blockIdx.z;
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;  // the block's local row
-#pragma unroll
-        for (int e = 0; e < kEP / 8; ++e) {
-          __stcg(reinterpret_cast<float2*>(sc.Out(split) + lr * kEP + e * 8 + 2 * t),
-                 make_float2(o[mt][e][2 * h], o[mt][e][2 * h + 1]));
-        }
-        if (t == 0) __stcg(reinterpret_cast<float2*>(sc.Stats(split) + 2 * lr), make_float2(row_max[mt][h], row_sum[mt][h]));
-      }
-    }
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      last = atomicAdd(sc.Counter(), 1u) == kSplit - 1;
-      if (last) *sc.Counter() = 0;  // left zero for the next launch
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();  // the other splits' partials are visible
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;
-        float mx = kNegInfF();
-        for (int sp = 0; sp < kSplit; ++sp) mx = fmaxf(mx, __ldcg(sc.Stats(sp) + 2 * lr));
-        const float shift = mx == kNegInfF() ? 0.0f : mx;
-        float l = 0.0f;
-#pragma unroll
-        for (int e = 0; e < kEP / 8; ++e) o[mt][e][2 * h] = o[mt][e][2 * h + 1] = 0.0f;
-        for (int sp = 0; sp < kSplit; ++sp) {
-          const float2 st = __ldcg(reinterpret_cast<const float2*>(sc.Stats(sp) + 2 * lr));
-          const float w = attn::Exp2(st.x - shift);
-          l += st.y * w;
-#pragma unroll
-          for (int e = 0; e < kEP / 8; ++e) {
-            const float2 part = __ldcg(reinterpret_cast<const float2*>(sc.Out(sp) + lr * kEP + e * 8 + 2 * t));
-            o[mt][e][2 * h] += part.x * w;
-            o[mt][e][2 * h + 1] += part.y * w;
-          }
-        }
-        row_sum[mt][h] = l;
-      }
-    }
-  }
-
-  // Normalise (a row that saw no key, l = 0, gives 0) and store pairs of columns.
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float l = row_sum[mt][h];
-      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-      const int row = warp_row0 + mt * 16 + g + 8 * h;
-      if (row >= kR) continue;
-      T* out = body.O(qbatch_of(row)) + seq_of(row) * Body::kORow;
-#pragma unroll
-      for (int e = 0; e < kEP / 8; ++e) {
-        const int col = e * 8 + 2 * t;
-        if (col >= Body::kE) continue;
-        *reinterpret_cast<unsigned*>(out + col) = M::Pack(o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
-      }
-    }
-  }
+  attn::FinishRows<Body, kBM, kEP, kSplit>(body, rows, o, row_max, row_sum, scratch, warp, warp_row0, g, t);
 }
 
 }  // namespace kiln

@@ -34,6 +34,10 @@ DeviceSpec H100Spec() {
   s.attention_flops_per_us = 280e6;      // kiln's mma.sync template (templates/attention.cuh) on
                                          // the lent H100, 2026-11-24 (bench/attention.py): 250-300
                                          // TFLOP/s of executed tile FLOPs, bf16, D 64 and 128
+  s.wgmma = true;                        // sm_90 (Hopper): wgmma.mma_async
+  s.attention_wgmma_flops_per_us = 360e6;  // templates/attention_sm90.cuh on the lent H100,
+                                           // 2026-11-24 (a standalone harness, bf16, S 4096, 256
+                                           // heads): D 128 412, D 128 causal 304, D 64 330 TFLOP/s
   s.provenance = "named spec h100 (H100 SXM5 80GB); constants documented in passes/cost/device_spec.cc";
   return s;
 }

@@ -30,7 +30,10 @@ struct DeviceSpec {
                                       // arithmetic of the plain elementwise kernel)
   double matmul_bf16_flops_per_us = 0;  // achievable dense bf16/f16 tensor-core rate
   double matmul_f32_flops_per_us = 0;   // f32 matmul (no TF32)
-  double attention_flops_per_us = 0;    // tiled attention forward, bf16/f16
+  double attention_flops_per_us = 0;    // tiled attention forward, bf16/f16 (the mma.sync kernel)
+  bool wgmma = false;                   // sm_90a: warpgroup MMA (wgmma); the attention kernel of
+                                        // templates/attention_sm90.cuh is a candidate
+  double attention_wgmma_flops_per_us = 0;  // that kernel's rate (0 where there is no wgmma)
   std::string provenance;
 
   // Row-on-chip budget of the row-reduction template, in f32 values kept per row: half the

@@ -191,6 +191,10 @@ double AttentionPlan::Flops(int64_t block_m, int64_t block_n) const {
   return 2.0 * keys * (D + E) * (batch / group);
 }
 
+int64_t PaddedHeadDim(const AttentionTiles& tiles, int64_t d) {
+  return tiles.wgmma ? (d + 63) / 64 * 64 : PaddedHeadDim(d);
+}
+
 int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& tiles) {
   return (plan.group * plan.S + tiles.block_m - 1) / tiles.block_m;
 }
@@ -205,7 +209,13 @@ namespace {
 // (block_n/2) and output accumulators (E/2) each; ptxas was measured (NVRTC 13.0, sm_90a,
 // tests/codegen/attention_nvrtc_test.cc) at about 1.25 x that + 50 for addresses, statistics
 // and fragments in flight: D 64 with two m-tiles 254 (estimate 250), D 128 with one 210 (210).
+// The wgmma kernel keeps one or two score tiles (block_n / 2 each), the 16-bit probabilities
+// (block_n / 4) and the output accumulators (E / 2); ptxas (NVRTC 13.0) was measured at about
+// that + 40: D 128 128 x 64 3 stages 192 (estimate 184), D 64 128 x 128 3 stages 218 (216).
 int RegisterEstimate(const AttentionPlan& plan, const AttentionTiles& t, bool q_in_registers) {
+  if (t.wgmma) {
+    return (t.stages == 3 ? 2 : 1) * t.block_n / 2 + t.block_n / 4 + static_cast<int>(PaddedHeadDim(t, plan.E)) / 2 + 40;
+  }
   const int64_t per_tile = (q_in_registers ? PaddedHeadDim(plan.D) / 4 : 0) + t.block_n / 2 + PaddedHeadDim(plan.E) / 2;
   return static_cast<int>(1.25 * t.MTiles() * per_tile + 50);
 }
@@ -218,19 +228,45 @@ int AttentionBlocksPerSm(const AttentionPlan& plan, const AttentionTiles& t, con
   const int64_t by_smem = device.smem_per_sm_bytes / smem;
   const int64_t by_regs = device.registers_per_sm / std::max<int64_t>(regs, 1);
   const int64_t by_threads = 2048 / (32 * t.warps);
-  return static_cast<int>(std::max<int64_t>(1, std::min({by_smem, by_regs, by_threads})));
+  const int64_t fit = std::min({by_smem, by_regs, by_threads});
+  // __launch_bounds__(threads, min_blocks) makes ptxas fit min_blocks (spilling if it must).
+  return static_cast<int>(std::max<int64_t>(1, t.min_blocks > 0 ? std::min(by_smem, std::max<int64_t>(fit, t.min_blocks)) : fit));
 }
 
 int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& t) {
+  if (t.wgmma) {
+    const int64_t d = PaddedHeadDim(t, plan.D), e = PaddedHeadDim(t, plan.E);
+    return 2 * (t.block_m * d + t.stages * t.block_n * (d + e)) + 1024;
+  }
   const int64_t q_row = PaddedHeadDim(plan.D) + 8, v_row = PaddedHeadDim(plan.E) + 8;
   return 2 * (t.block_m * q_row + t.stages * t.block_n * (q_row + v_row));
 }
 
 bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tiles) {
-  return RegisterEstimate(plan, tiles, true) <= 255;
+  return !tiles.wgmma && RegisterEstimate(plan, tiles, true) <= 255;
 }
 
 FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
+  if (t.wgmma) {
+    if (!device.wgmma) {
+      return FusionDecision::Forbid("attention-wgmma", absl::StrCat(device.name, " has no wgmma (sm_90a)"));
+    }
+    if (t.block_m % 64 != 0 || t.warps != t.block_m / 16 || t.block_n % 64 != 0 || t.block_n > 256 || t.stages < 2 ||
+        t.stages > 3 || t.split != 1 || PaddedHeadDim(t, plan.D) > 256 || PaddedHeadDim(t, plan.E) > 256) {
+      return FusionDecision::Forbid(
+          "attention-tiles", absl::StrCat("wgmma tiles ", t.block_m, "x", t.block_n, " on ", t.warps, " warps, ",
+                                          t.stages, " stages, split ", t.split, ", head dims ", plan.D, "/", plan.E,
+                                          " are not a valid shape (64-row warpgroups, 16 rows a warp, key tiles a "
+                                          "multiple of 64 up to 256, head dims up to 256, no split)"));
+    }
+    // Two blocks of 256 threads leave 128 registers a thread: ptxas fits head dims up to 64
+    // there without spilling (measured: 128 x 64, 3 stages), not 128 (852 bytes of spill).
+    if (t.min_blocks > 1 && (PaddedHeadDim(t, plan.D) > 64 || PaddedHeadDim(t, plan.E) > 64)) {
+      return FusionDecision::Forbid("attention-registers",
+                                    absl::StrCat("wgmma tiles ", t.block_m, "x", t.block_n, " at ", t.min_blocks,
+                                                 " blocks per SM spill with head dims ", plan.D, "/", plan.E));
+    }
+  }
   if (t.warps < 1 || t.block_m % (16 * t.warps) != 0 || t.block_n % 16 != 0 || t.stages < 2 || t.stages > 3 ||
       t.split < 1) {
     return FusionDecision::Forbid("attention-tiles", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " on ", t.warps,
@@ -258,9 +294,9 @@ int SplitFor(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpe
   const int64_t want = (2 * device.sm_count + blocks - 1) / blocks;
   return static_cast<int>(std::clamp<int64_t>(std::min(want, tiles / 4), 1, 16));
 }
-}  // namespace
 
-AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device) {
+// The mma.sync kernel's default tiles (DefaultAttentionTiles without wgmma).
+AttentionTiles DefaultAttentionTilesMmaSync(const AttentionPlan& plan, const DeviceSpec& device) {
   const int64_t d = std::max(PaddedHeadDim(plan.D), PaddedHeadDim(plan.E));
   AttentionTiles t;
   if (plan.group * plan.S <= 64) {
@@ -275,13 +311,31 @@ AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec
   t.split = SplitFor(plan, t, device);
   return t;
 }
+}  // namespace
+
+AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device) {
+  const AttentionTiles t = DefaultAttentionTilesMmaSync(plan, device);
+  const int64_t d = std::max(PaddedHeadDim(plan.D), PaddedHeadDim(plan.E));
+  if (device.wgmma && ByteSize(plan.attention->dtype()) == 2 && t.split == 1 && plan.group * plan.S > 64) {
+    AttentionTiles w;
+    if (d <= 64) {
+      w = {128, 64, 8, 3, 1, true, 2};
+    } else if (d <= 128) {
+      w = plan.causal ? AttentionTiles{192, 64, 12, 3, 1, true} : AttentionTiles{192, 128, 12, 2, 1, true};
+    } else {
+      w = {128, 64, 8, 2, 1, true};
+    }
+    if (AttentionTilesFit(plan, w, device)) return w;
+  }
+  return t;
+}
 
 std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device) {
   std::vector<AttentionTiles> out = {DefaultAttentionTiles(plan, device)};
   auto add = [&](AttentionTiles t) {
     const bool seen = std::any_of(out.begin(), out.end(), [&](const AttentionTiles& o) {
       return o.block_m == t.block_m && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages &&
-             o.split == t.split;
+             o.split == t.split && o.wgmma == t.wgmma && o.min_blocks == t.min_blocks;
     });
     if (!seen && AttentionTilesFit(plan, t, device)) out.push_back(t);
   };
@@ -292,7 +346,14 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
     t.split = SplitFor(plan, t, device);
     add(t);
   }
-  const AttentionTiles d = out[0];
+  if (device.wgmma && ByteSize(plan.attention->dtype()) == 2 && plan.group * plan.S > 16) {  // 64-row warpgroups
+    const std::vector<AttentionTiles> wgmma_grid = {
+        {128, 64, 8, 3, 1, true, 2}, {128, 64, 8, 3, 1, true},   {128, 128, 8, 3, 1, true}, {192, 64, 12, 3, 1, true},
+        {192, 128, 12, 2, 1, true},  {128, 64, 8, 2, 1, true},   {128, 128, 8, 2, 1, true}};
+    for (const AttentionTiles& t : wgmma_grid) add(t);
+  }
+  AttentionTiles d = out[0];
+  if (d.wgmma) d = DefaultAttentionTilesMmaSync(plan, device);
   for (int split : {d.split * 2, d.split / 2}) {  // more or fewer blocks per query block
     AttentionTiles t = d;
     t.split = split;

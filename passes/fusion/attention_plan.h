@@ -62,11 +62,19 @@ struct AttentionPlan {
 // The template's tiles (templates/attention.cuh AttentionShape): a block owns block_m query
 // rows of one batch (warps x 16 x m-tiles each), streams key/value tiles of block_n rows
 // through `stages` shared-memory buffers. The one rule the cost model and codegen share.
+// wgmma: the sm_90a kernel (templates/attention_sm90.cuh): one 16-row tile per warp, 64 rows
+// per warpgroup, head dims padded to 64, no split; stages 3 overlaps a tile's softmax with the
+// next tile's q k^T.
 struct AttentionTiles {
   int block_m = 64, block_n = 64, warps = 4, stages = 2;
   int split = 1;  // blocks sharing one query block's key tiles (flash-decoding); 1: none
+  bool wgmma = false;
+  int min_blocks = 0;  // __launch_bounds__'s blocks per SM (caps registers); 0: none
   int MTiles() const { return block_m / (16 * warps); }
 };
+// Head dims padded to what the kernel computes on: 16 (mma.sync k16 steps) or 64 (wgmma's
+// 128-byte swizzle panels).
+int64_t PaddedHeadDim(const AttentionTiles& tiles, int64_t d);
 // Query blocks of one K/V batch, and the (batch x query block) items the grid covers.
 int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& tiles);
 // Blocks of `tiles` one SM holds at once: shared memory (and the 1 KiB reserved per block),
@@ -77,7 +85,8 @@ int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const Attention
 // Head dims padded to the m16n8k16 products' 16.
 inline int64_t PaddedHeadDim(int64_t d) { return (d + 15) / 16 * 16; }
 // Dynamic shared memory of `tiles` (bytes, 16-bit elements): the Q tile and `stages` K and V
-// tiles, each row padded by 16 bytes (conflict-free ldmatrix).
+// tiles, each row padded by 16 bytes (conflict-free ldmatrix); wgmma: unpadded rows of 64-wide
+// panels, plus 1 KiB to align them.
 int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& tiles);
 // Whether each warp keeps its Q fragments in registers across the key tiles (else it reloads
 // them from shared memory per tile): when the estimated fragments, scores and accumulators of
@@ -89,7 +98,10 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
 // The default: short queries (S <= 64, decoding) 64 rows on 4 warps; head dims up to 64, 128
 // rows on 4 warps (two m-tiles each); up to 128, 128 rows on 8 warps; beyond, 64 rows on 4
 // warps with 32-row key tiles. When the blocks would not fill two per SM, the key tiles are
-// split over more blocks (at least 4 tiles each, at most 16 splits).
+// split over more blocks (at least 4 tiles each, at most 16 splits). On a wgmma device, when
+// the blocks fill the SMs without a split: the sm_90a kernel (head dims up to 64: 128 x 64
+// tiles, 3 stages, two blocks per SM; up to 128: 192 x 128, 2 stages, or causal 192 x 64, 3
+// stages; up to 256: 128 x 64, 2 stages), the fastest of each class in the harness timings.
 AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);
 // The autotuner's candidates (the default first), every one fitting.
 std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);

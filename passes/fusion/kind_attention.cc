@@ -55,7 +55,8 @@ FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& me
 
 // The tiled template (codegen's default tiles, kernel_params.cc): the products' FLOPs as the
 // kernel computes them (whole key tiles up to the diagonal when causal) at the template's
-// tensor-core rate; q, k, v, the mask and the output each moved once. With few blocks the
+// tensor-core rate (the mma.sync or the sm_90a wgmma kernel's); q, k, v, the mask and the
+// output each moved once. With few blocks the
 // longest one sets the time (causal: the last query block computes every key tile): it gets
 // the rate of one SM shared by its resident blocks.
 RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
@@ -69,10 +70,11 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   const AttentionTiles tiles = DefaultAttentionTiles(plan, device);
   e.flops = plan.Flops(tiles.block_m, tiles.block_n);
   e.blocks = plan.batch / plan.group * AttentionQueryBlocks(plan, tiles) * tiles.split;
-  FinishEstimate(device, device.attention_flops_per_us, device.dram_bytes_per_us, 1, e);
+  const double rate = tiles.wgmma ? device.attention_wgmma_flops_per_us : device.attention_flops_per_us;
+  FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
   const int64_t per_sm = std::min<int64_t>(AttentionBlocksPerSm(plan, tiles, device),
                                           (e.blocks + device.sm_count - 1) / device.sm_count);
-  const double block_rate = device.attention_flops_per_us / device.sm_count / per_sm;
+  const double block_rate = rate / device.sm_count / per_sm;
   const double longest = 2.0 * std::min<int64_t>(tiles.block_m, (plan.group * plan.S + 15) / 16 * 16) *
                          ((plan.T + tiles.block_n - 1) / tiles.block_n * tiles.block_n) * (plan.D + plan.E) /
                          tiles.split;

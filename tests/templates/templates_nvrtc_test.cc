@@ -236,6 +236,47 @@ extern "C" __global__ void __launch_bounds__(128) use_attention(const __half* q,
   kiln::AttentionKernel<Body, kiln::AttentionShape<64, 32, 4, 3, false, 4>>(Body{q, k, v, m, o}, count, scratch);
 }
 )", "use_attention"},
+      {"attention_sm90.cuh", R"(
+struct Body {
+  using T = __nv_bfloat16;
+  static constexpr int kD = 80, kE = 72, kS = 100, kT = 77, kG = 2;
+  static constexpr bool kCausal = true, kHasMask = true;
+  static constexpr float kScaleLog2 = 0.2f;
+  static constexpr long long kQRow = 80, kKRow = 80, kVRow = 72, kORow = 72;
+  const T* __restrict__ q;
+  const T* __restrict__ k;
+  const T* __restrict__ v;
+  const float* __restrict__ m;
+  T* __restrict__ o;
+  __device__ const T* Q(long long b) const { return q + b * kS * kD; }
+  __device__ const T* K(long long b) const { return k + b * kT * kD; }
+  __device__ const T* V(long long b) const { return v + b * kT * kE; }
+  __device__ T* O(long long b) const { return o + b * kS * kE; }
+  __device__ float Mask(long long b, int i, int j) const { return m[i * kT + j]; }
+};
+extern "C" __global__ void __launch_bounds__(256) use_attention_sm90(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                                   const __nv_bfloat16* v, const float* m,
+                                                                   __nv_bfloat16* o, long long count) {
+  kiln::AttentionKernelSm90<Body, kiln::AttentionShape<128, 64, 8, 3, false, 1>>(Body{q, k, v, m, o}, count, nullptr);
+}
+)", "use_attention_sm90"},
+      {"wgmma.cuh", R"(
+// One m64n64k16 product from two swizzled 64 x 16 tiles, f16, written back as f32.
+extern "C" __global__ void __launch_bounds__(128) use_wgmma(float* out) {
+  __shared__ __align__(1024) __half a[64 * 64], b[64 * 64];
+  for (int i = threadIdx.x; i < 64 * 64; i += 128) a[i] = b[i] = __float2half(1.0f);
+  kiln::wgmma::FenceProxyAsync();
+  __syncthreads();
+  float d[8][4];
+  const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(a)), sb = static_cast<unsigned>(__cvta_generic_to_shared(b));
+  kiln::wgmma::Fence();
+  kiln::wgmma::Mma<__half, 64>::SS(d, kiln::wgmma::Sw128Desc(sa, 16, 1024), kiln::wgmma::Sw128Desc(sb, 16, 1024), 0);
+  kiln::wgmma::Commit();
+  kiln::wgmma::Wait<0>();
+  kiln::wgmma::FenceOperands(d);
+  for (int j = 0; j < 8; ++j) out[threadIdx.x * 32 + 4 * j] = d[j][0] + d[j][1] + d[j][2] + d[j][3];
+}
+)", "use_wgmma"},
   };
 }
 
