@@ -126,6 +126,9 @@ absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOpti
   FusionOptions fusion;
   fusion.fuel = options.debug.fusion_fuel;
   KILN_ASSIGN_OR_RETURN(analysis.plan, PlanFusion(*graph, device, fusion));
+  for (const PassRecord& p : analysis.passes) {
+    for (const PassDecision& d : p.decisions) analysis.plan.pass_decisions.push_back({p.name, d});
+  }
   if (options.debug.Dumps(DumpKind::kLedger)) {
     WriteDump(options.debug, graph->name() + ".ledger.jsonl", LedgerJsonLines(analysis.plan));
   }

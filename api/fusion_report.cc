@@ -72,7 +72,12 @@ std::string FusionReport(const Analysis& a, const MeasuredTimes* measured) {
     passes.push_back(!p.ran ? absl::StrCat(p.name, " (disabled)")
                             : absl::StrFormat("%s %.2f ms%s", p.name, p.ms, p.changed ? "" : " (unchanged)"));
   }
-  absl::StrAppend(&out, "passes: ", absl::StrJoin(passes, ", "), "\n\n");
+  absl::StrAppend(&out, "passes: ", absl::StrJoin(passes, ", "), "\n");
+  for (const auto& [pass, d] : plan.pass_decisions) {
+    absl::StrAppend(&out, pass, ": ", d.decision ? "fused " : "refused ", absl::StrJoin(d.nodes, ", "), " (",
+                    d.decision.rule(), "): ", d.decision.reason(), "\n");
+  }
+  out += "\n";
 
   // Refusals that still separate two final regions: the latest record per (pair, rule).
   std::map<int, std::map<std::string, std::string>> refused;
@@ -184,7 +189,24 @@ const RemovedNode* FindRemoval(const Analysis& a, const std::string& name, size_
 
 }  // namespace
 
+// The report on `name` in the final graph (or where its value went).
+static absl::StatusOr<std::string> WhyReportAfterPasses(const Analysis& a, const std::string& name);
+
 absl::StatusOr<std::string> WhyReport(const Analysis& a, const std::string& name) {
+  std::string passes;  // the pass decisions naming it, before whatever follows
+  for (const auto& [pass, d] : a.plan.pass_decisions) {
+    if (std::count(d.nodes.begin(), d.nodes.end(), name) == 0) continue;
+    absl::StrAppend(&passes, pass, ": ", d.decision ? "fused " : "refused ", absl::StrJoin(d.nodes, ", "), " (",
+                    d.decision.rule(), "): ", d.decision.reason(), "\n");
+  }
+  if (!passes.empty()) {
+    KILN_ASSIGN_OR_RETURN(std::string rest, WhyReportAfterPasses(a, name));
+    return passes + rest;
+  }
+  return WhyReportAfterPasses(a, name);
+}
+
+static absl::StatusOr<std::string> WhyReportAfterPasses(const Analysis& a, const std::string& name) {
   const Node* node = a.graph->FindNode(name);
   if (node == nullptr) {
     // A node the passes removed: say which pass, and follow its value to the node holding it.

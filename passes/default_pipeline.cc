@@ -7,6 +7,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/decompose.h"
+#include "passes/horizontal_matmul.h"
 #include "passes/lower_attention.h"
 #include "passes/match_attention.h"
 #include "passes/pass_pipeline.h"
@@ -28,6 +29,9 @@ PassPipeline DefaultPipeline() {
   pipeline.Add(std::make_unique<Canonicalize>());
   pipeline.Add(std::make_unique<ConstantFold>());
   pipeline.Add(std::make_unique<Cse>());
+  // After cse (matmuls of one A read one node), on the final matmul and bias forms; attention
+  // is matched already, and absorbs the slices this leaves.
+  pipeline.Add(std::make_unique<HorizontalMatmul>());
   pipeline.Add(std::make_unique<Dce>());
   return pipeline;
 }

@@ -104,6 +104,7 @@ absl::StatusOr<std::vector<PassRecord>> PassPipeline::Run(Graph& graph, const De
     }
     record.ran = true;
     record.changed = *changed;
+    record.decisions = pass->TakeDecisions();
     if (options.verify) {
       absl::Status verified = Verify(graph);
       // A pass that breaks the graph is a compiler bug, never the user's fault.

@@ -35,6 +35,7 @@ struct PassRecord {
   bool changed = false;
   double ms = 0;
   std::vector<RemovedNode> removed;
+  std::vector<PassDecision> decisions;  // Pass::TakeDecisions after the run
 };
 
 class PassPipeline {

@@ -26,7 +26,7 @@ void WriteSpec(ByteWriter& w, const MatmulSpec& s) {
   w.Str(DTypeName(s.dtype));
   for (int64_t v : {s.m, s.n, s.k, s.batch, s.stride_a, s.stride_b, s.stride_d}) w.I64(v);
   w.U64((s.trans_a ? 1 : 0) | (s.trans_b ? 2 : 0) | (s.has_bias ? 4 : 0) | (s.has_residual ? 8 : 0) |
-          (s.gelu ? 16 : 0));
+          (s.gelu ? 16 : 0) | (s.relu ? 32 : 0));
   w.I64(s.alignment);
 }
 
@@ -40,6 +40,7 @@ MatmulSpec ReadSpec(ByteReader& r) {
   s.has_bias = flags & 4;
   s.has_residual = flags & 8;
   s.gelu = flags & 16;
+  s.relu = flags & 32;
   s.alignment = r.Int("matmul alignment");
   return s;
 }

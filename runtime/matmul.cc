@@ -80,11 +80,11 @@ cudaDataType_t CudaDataType(DType dtype) {
 
 // The cache key: every field of MatmulSpec.
 using SpecKey = std::tuple<DType, int64_t, int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t,
-                           int64_t, bool, bool, bool, int>;
+                           int64_t, bool, bool, bool, bool, int>;
 
 SpecKey KeyOf(const MatmulSpec& s) {
   return {s.dtype,   s.m,        s.n,        s.k,        s.batch,    s.trans_a,      s.trans_b,
-          s.stride_a, s.stride_b, s.stride_d, s.has_bias, s.has_residual, s.gelu, s.alignment};
+          s.stride_a, s.stride_b, s.stride_d, s.has_bias, s.has_residual, s.gelu, s.relu, s.alignment};
 }
 
 // One prepared matmul: cuBLASLt's A is our B, its B is our A; C and D share one layout.
@@ -149,6 +149,7 @@ std::string MatmulSpec::ToString() const {
   if (has_bias) absl::StrAppend(&out, " +bias");
   if (has_residual) absl::StrAppend(&out, " +residual");
   if (gelu) absl::StrAppend(&out, " gelu_tanh");
+  if (relu) absl::StrAppend(&out, " relu");
   return out;
 }
 
@@ -164,6 +165,7 @@ absl::Status MatmulSpec::Validate() const {
   if (n <= 0) return invalid("n must be positive, got ", n);
   if (k <= 0) return invalid("k must be positive, got ", k);
   if (batch < 1) return invalid("batch must be at least 1, got ", batch);
+  if (gelu && relu) return invalid("one activation epilogue at most (gelu and relu both set)");
   if (alignment < ByteSize(dtype) || alignment > 16 || (alignment & (alignment - 1)) != 0) {
     return invalid("alignment ", alignment, " is not a power of two between the element size and 16");
   }
@@ -294,9 +296,10 @@ class MatmulRunner::Impl {
         plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
     KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
-    if (spec.has_bias || spec.gelu) {
-      cublasLtEpilogue_t epilogue = spec.gelu ? (spec.has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
-                                              : CUBLASLT_EPILOGUE_BIAS;
+    if (spec.has_bias || spec.gelu || spec.relu) {
+      cublasLtEpilogue_t epilogue = spec.gelu   ? (spec.has_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                    : spec.relu ? (spec.has_bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU)
+                                                : CUBLASLT_EPILOGUE_BIAS;
       KILN_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
           plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     }

@@ -37,13 +37,14 @@ struct MatmulSpec {
   bool has_bias = false;
   bool has_residual = false;  // residual uses stride_d
   bool gelu = false;          // D = gelu_tanh(A @ B + bias + C) (cuBLASLt's EPILOGUE_GELU[_BIAS])
+  bool relu = false;          // D = max(A @ B + bias + C, 0) (cuBLASLt's EPILOGUE_RELU[_BIAS])
   // The alignment, in bytes, that A, B, D and the residual are promised (a power of two, at
   // most 16): 16 for buffers kiln allocates; less when a call starts inside a buffer at an
   // offset that is not a multiple of 16 bytes (one call per broadcast batch). The bias is
   // always 16-byte aligned.
   int alignment = 16;
 
-  // "bf16 [8 x 1024x4096 @ 4096x4096^T] +bias +residual", for dumps and errors.
+  // "bf16 [8 x 1024x4096 @ 4096x4096^T] +bias +residual relu", for dumps and errors.
   std::string ToString() const;
   // Checks sizes, strides and dtype; names the first problem.
   absl::Status Validate() const;

@@ -29,9 +29,11 @@ FusionDecision MatmulLegal(const Region& p, const Region& c, const Region& merge
                                         RegionKindName(p.kind), " producer must be written anyway"));
   }
   if (!merged.placed) return merged.placed;
-  return FusionDecision::Allow("matmul-epilogue", merged.matmul && merged.matmul->gelu
-                                                      ? "bias/residual add and gelu_tanh as a cuBLASLt epilogue"
-                                                      : "bias/residual add as a cuBLASLt epilogue");
+  const char* reason = !merged.matmul          ? "bias/residual add as a cuBLASLt epilogue"
+                       : merged.matmul->gelu ? "bias/residual add and gelu_tanh as a cuBLASLt epilogue"
+                       : merged.matmul->relu ? "bias/residual add and relu as a cuBLASLt epilogue"
+                                             : "bias/residual add as a cuBLASLt epilogue";
+  return FusionDecision::Allow("matmul-epilogue", reason);
 }
 
 // 2 M N K at the measured tensor-core rate (f32: the FFMA GEMM estimate), or the bytes.

@@ -3,7 +3,8 @@
 // names are escaped correctly. Every object says what it is in "record" ("decision" or
 // "region"); a region's "kind" is its region kind. Decisions name regions by merge-time id
 // ("producer_merge_id", "consumer_merge_ids"), which each final region carries as "merge_id"
-// next to its execution-order "id".
+// next to its execution-order "id". Rewrites a pass weighed before fusion (horizontal_matmul)
+// are "pass_decision" records, first in the lines and under "pass_decisions" in the document.
 #include <string>
 
 #include "passes/fusion/ledger.h"
@@ -69,6 +70,18 @@ void WriteRecord(Writer& w, const FusionRecord& r) {
   w.EndObject();
 }
 
+// {"record": "pass_decision", "pass", "verdict": "fuse" | "refuse", "rule", "nodes", "reason"}.
+void WritePassDecision(Writer& w, const std::string& pass, const PassDecision& d) {
+  w.StartObject();
+  Str(w, "record", "pass_decision");
+  Str(w, "pass", pass);
+  Str(w, "verdict", d.decision ? "fuse" : "refuse");
+  Str(w, "rule", d.decision.rule());
+  json::Strings(w, "nodes", d.nodes);
+  Str(w, "reason", d.decision.reason());
+  w.EndObject();
+}
+
 void WriteRegion(Writer& w, const Region& region, const RunTimeEstimate& e) {
   w.StartObject();
   Str(w, "record", "region");
@@ -109,6 +122,12 @@ void WriteRegion(Writer& w, const Region& region, const RunTimeEstimate& e) {
 
 std::string LedgerJsonLines(const FusionPlan& plan) {
   std::string out;
+  for (const auto& [pass, d] : plan.pass_decisions) {
+    rapidjson::StringBuffer buffer;
+    Writer w(buffer);
+    WritePassDecision(w, pass, d);
+    out += Take(buffer) + "\n";
+  }
   for (const FusionRecord& r : plan.records) {
     rapidjson::StringBuffer buffer;
     Writer w(buffer);
@@ -149,6 +168,10 @@ std::string FusionPlanJson(const FusionPlan& plan) {
   w.Key("decisions");
   w.StartArray();
   for (const FusionRecord& r : plan.records) WriteRecord(w, r);
+  w.EndArray();
+  w.Key("pass_decisions");
+  w.StartArray();
+  for (const auto& [pass, d] : plan.pass_decisions) WritePassDecision(w, pass, d);
   w.EndArray();
   w.EndObject();
   return Take(buffer);

@@ -111,6 +111,20 @@ std::optional<GeluTanhMatch> MatchGeluTanh(const Node* y) {
   return std::nullopt;
 }
 
+std::optional<GeluTanhMatch> MatchRelu(const Node* y) {
+  if (y == nullptr) return std::nullopt;
+  if (y->op() == OpKind::kRelu) return GeluTanhMatch{y->operand(0), {y}};
+  if (y->op() != OpKind::kMaximum) return std::nullopt;
+  for (int i = 0; i < 2; ++i) {
+    const Node* zero = y->operand(i);
+    // The zero broadcasts to x's shape, never the other way round (y would be larger than x).
+    if (IsConstantSplat(zero, 0.0) && y->operand(1 - i)->shape() == y->shape()) {
+      return GeluTanhMatch{y->operand(1 - i), {y, zero}};
+    }
+  }
+  return std::nullopt;
+}
+
 bool IsRowBias(const Shape& bias, const Shape& out) {
   if (bias.empty() || out.empty() || bias.size() > out.size() || bias.back() != out.back()) return false;
   for (size_t d = 0; d + 1 < bias.size(); ++d) {
@@ -140,20 +154,25 @@ absl::StatusOr<MatmulEpilogue> AnalyzeMatmul(const Region& region) {
     m.b = m.b->operand(0);
   }
   // The epilogue: the chain of adds after the matmul, each adding one tensor read from memory,
-  // then (cuBLASLt applies it last) a gelu_tanh of the sum.
-  std::optional<GeluTanhMatch> gelu;
+  // then (cuBLASLt applies it last) a gelu_tanh or a relu of the sum.
+  std::optional<GeluTanhMatch> act;
   if (region.outputs.size() == 1) {
-    gelu = MatchGeluTanh(region.outputs[0]);
-    if (gelu && !region.Contains(gelu->x)) gelu.reset();
+    act = MatchGeluTanh(region.outputs[0]);
+    m.gelu = act.has_value();
+    if (!act) act = MatchRelu(region.outputs[0]);
+    m.relu = act.has_value() && !m.gelu;
+    if (act && !region.Contains(act->x)) {
+      act.reset();
+      m.gelu = m.relu = false;
+    }
   }
-  m.gelu = gelu.has_value();
-  const std::vector<const Node*> gelu_nodes = gelu ? gelu->nodes : std::vector<const Node*>{};
-  auto in_gelu = [&](const Node* n) { return std::find(gelu_nodes.begin(), gelu_nodes.end(), n) != gelu_nodes.end(); };
+  const std::vector<const Node*> act_nodes = act ? act->nodes : std::vector<const Node*>{};
+  auto in_act = [&](const Node* n) { return std::find(act_nodes.begin(), act_nodes.end(), n) != act_nodes.end(); };
   const Node* cur = m.matmul;
   for (const Node* n : region.nodes) {
-    if (n == m.matmul || n == m.matmul->operand(0) || n == m.matmul->operand(1) || in_gelu(n)) continue;
+    if (n == m.matmul || n == m.matmul->operand(0) || n == m.matmul->operand(1) || in_act(n)) continue;
     if (n->op() != OpKind::kAdd || n->shape() != m.matmul->shape()) {
-      return Refuse(absl::StrCat("cuBLASLt epilogues cover a bias add, a residual add and a gelu_tanh; ",
+      return Refuse(absl::StrCat("cuBLASLt epilogues cover a bias add, a residual add and a gelu_tanh or relu; ",
                                  OpName(n->op()), " ", n->name(), " is none of them"));
     }
     const bool first = n->operand(0) == cur;
@@ -174,9 +193,10 @@ absl::StatusOr<MatmulEpilogue> AnalyzeMatmul(const Region& region) {
     }
     cur = n;
   }
-  if (m.gelu) {
-    if (gelu->x != cur) {
-      return Refuse(absl::StrCat("the gelu_tanh reads ", gelu->x->name(), ", not the end of the add chain"));
+  if (act) {
+    if (act->x != cur) {
+      return Refuse(absl::StrCat("the ", m.gelu ? "gelu_tanh" : "relu", " reads ", act->x->name(),
+                                 ", not the end of the add chain"));
     }
     cur = region.outputs[0];
   }

@@ -1,9 +1,10 @@
 // The analysis of a matmul region: the matmul, the tensors cuBLASLt reads for its operands (a
 // transpose of the last two axes folded into the operand op), and the epilogue: at most one
 // bias add (a vector [N] or [1, .., 1, N] broadcast over every row: EPILOGUE_BIAS), one
-// residual add (a tensor of the output's shape: C with beta = 1), and last a gelu_tanh of the
-// sum (EPILOGUE_GELU / GELU_BIAS: cuBLASLt applies GELU after the bias and C, in f32), found
-// in its decomposed form (passes/decompose.cc's). Legality, the cost model and runtime/jit's
+// residual add (a tensor of the output's shape: C with beta = 1), and last an activation of the
+// sum: a gelu_tanh (EPILOGUE_GELU / GELU_BIAS), found in its decomposed form (passes/decompose.cc's)
+// too, or a relu (EPILOGUE_RELU / RELU_BIAS), found as relu or as maximum(x, 0); cuBLASLt
+// applies either after the bias and C, in f32. Legality, the cost model and runtime/jit's
 // lowering all read this one description.
 #ifndef KILN_PASSES_FUSION_MATMUL_EPILOGUE_H_
 #define KILN_PASSES_FUSION_MATMUL_EPILOGUE_H_
@@ -26,6 +27,7 @@ struct MatmulEpilogue {
   const Node* bias = nullptr;      // [N] / [1, .., 1, N], or nullptr
   const Node* residual = nullptr;  // the output's shape, or nullptr
   bool gelu = false;               // gelu_tanh of matmul + bias + residual
+  bool relu = false;               // max(matmul + bias + residual, 0); never with gelu
   const Node* output = nullptr;    // the one tensor the region writes
 };
 
@@ -38,6 +40,11 @@ struct GeluTanhMatch {
   std::vector<const Node*> nodes;  // the ops and the scalar constants, y included
 };
 std::optional<GeluTanhMatch> MatchGeluTanh(const Node* y);
+
+// The nodes of y = relu(x): the relu op, or maximum(x, 0) / maximum(0, x) with 0 a constant
+// whose every element is zero (ONNX's Max, and Clip(x, 0) as frontends/onnx writes it), ending
+// at y; x is the input. (Same shape of answer as MatchGeluTanh.)
+std::optional<GeluTanhMatch> MatchRelu(const Node* y);
 
 // A bias cuBLASLt's EPILOGUE_BIAS can add to a matmul output `out`: [N], or [1, .., 1, N],
 // with N the output's last extent (broadcast over every row). A column vector [M, 1] is not one.

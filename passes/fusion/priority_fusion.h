@@ -21,6 +21,7 @@
 #include "passes/cost/cost_model.h"
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/region.h"
+#include "passes/pass.h"
 
 namespace kiln {
 
@@ -52,6 +53,9 @@ struct FusionPlan {
   std::vector<Region> regions;              // execution order
   std::vector<RunTimeEstimate> estimates;   // per region
   std::vector<FusionRecord> records;        // the ledger, in order
+  // Rewrites the passes before fusion weighed (horizontal_matmul's), by pass name; Analyze
+  // copies them from the PassRecords so the ledger holds every fusion decision.
+  std::vector<std::pair<std::string, PassDecision>> pass_decisions;
   int ops = 0;                              // non-leaf nodes
   int merges = 0;
   double unfused_us = 0;                    // one kernel per op

@@ -219,6 +219,7 @@ class Lowerer {
       spec.has_bias = true;
     }
     spec.gelu = e.gelu;
+    spec.relu = e.relu;
     KILN_RETURN_IF_ERROR(PlanBatches(a, b, out, m));
     m.a = BufferOf(a);
     m.b = BufferOf(b);

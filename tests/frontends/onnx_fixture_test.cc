@@ -197,7 +197,8 @@ const std::map<std::string, std::map<std::string, int>>& ExpectedKernels() {
       {"gpt2_tanh", {{"matmul", 4}, {"row_reduction", 2}, {"attention", 1}, {"pointwise", 1}}},
       // + the dropout's pointwise region (y = h + dropout(m) is written besides h and m).
       {"gpt2_dropout", {{"matmul", 4}, {"row_reduction", 2}, {"attention", 1}, {"pointwise", 2}}},
-      {"llama", {{"matmul", 5}, {"row_reduction", 2}, {"attention", 1}, {"pointwise", 1}}},
+      // gate and up: one matmul on joined weights (horizontal_matmul).
+      {"llama", {{"matmul", 4}, {"row_reduction", 2}, {"attention", 1}, {"pointwise", 1}}},
       {"ce_head", {{"matmul", 1}, {"row_reduction", 1}}},
   };
   return *table;

@@ -1,6 +1,8 @@
 // Each fusion legality rule, shown by a small graph whose ledger must hold a refusal (or an
 // acceptance) under that rule.
 #include "passes/fusion/legality.h"
+#include "passes/fusion/matmul_epilogue.h"
+#include "absl/strings/str_cat.h"
 #include "passes/fusion/reduce_placement.h"
 
 #include "passes/fusion/priority_fusion.h"
@@ -149,6 +151,89 @@ TEST(LegalityTest, GeluTanhAfterTheBiasIsACublasEpilogue) {
     return y
   })");
   EXPECT_EQ(erf.plan.num_kernels(), 2) << "cuBLASLt's GELU is the tanh form only";
+}
+
+// relu after the bias add is cuBLASLt's RELU_BIAS epilogue, written as relu or as
+// maximum(x, 0) in either order (ONNX's Max and Clip(x, 0)); one call writes the activation.
+TEST(LegalityTest, ReluAfterTheBiasIsACublasEpilogue) {
+  for (const char* relu : {"relu(t)", "maximum(t, zero)", "maximum(zero, t)"}) {
+    SCOPED_TRACE(relu);
+    Plan p = PlanText(absl::StrCat(R"(graph g(x: bf16[256,256], w: bf16[256,512], b: bf16[512]) {
+      zero: bf16[] = constant() {data = [0]}
+      m: bf16[256,512] = matmul(x, w)
+      t: bf16[256,512] = add(m, b)
+      y: bf16[256,512] = )", relu, R"(
+      return y
+    })"));
+    EXPECT_EQ(p.plan.num_kernels(), 1);
+    ASSERT_EQ(p.plan.regions.size(), 1u);
+    ASSERT_NE(p.plan.regions[0].matmul, nullptr);
+    EXPECT_TRUE(p.plan.regions[0].matmul->relu);
+    EXPECT_FALSE(p.plan.regions[0].matmul->gelu);
+    EXPECT_EQ(p.plan.regions[0].matmul->bias->name(), "b");
+    bool saw = false;
+    for (const FusionRecord& r : p.plan.records) {
+      saw |= r.event == "fuse" && r.rule == "matmul-epilogue" && r.reason.find("relu") != std::string::npos;
+    }
+    EXPECT_TRUE(saw) << "the relu was not folded into the matmul";
+  }
+}
+
+// Not a relu: maximum with a non-zero constant, a maximum that broadcasts the matmul up, and a
+// relu of the matmul's result that is also read elsewhere (cuBLASLt writes one tensor).
+TEST(LegalityTest, LookalikesOfReluAreNotCublasEpilogues) {
+  for (const char* y : {"maximum(t, half)", "maximum(t, zeros3)"}) {
+    SCOPED_TRACE(y);
+    const bool broadcast = std::string(y).find("zeros3") != std::string::npos;
+    Plan p = PlanText(absl::StrCat(R"(graph g(x: bf16[256,256], w: bf16[256,512], b: bf16[512]) {
+      half: bf16[] = constant() {data = [0.5]}
+      zeros3: bf16[2,1,1] = constant() {data = [0, 0]}
+      m: bf16[256,512] = matmul(x, w)
+      t: bf16[256,512] = add(m, b)
+      y: bf16[)", broadcast ? "2,256,512" : "256,512", "] = ", y, R"(
+      return y
+    })"));
+    ASSERT_FALSE(p.plan.regions.empty());
+    EXPECT_EQ(p.plan.num_kernels(), 2);
+    for (const Region& r : p.plan.regions) {
+      if (r.matmul) EXPECT_FALSE(r.matmul->relu);
+    }
+  }
+  Plan read = PlanText(R"(graph g(x: bf16[256,256], w: bf16[256,256], b: bf16[256]) {
+    m: bf16[256,256] = matmul(x, w)
+    t: bf16[256,256] = add(m, b)
+    y: bf16[256,256] = relu(t)
+    return y, t
+  })");
+  EXPECT_EQ(read.plan.num_kernels(), 2);
+  for (const Region& r : read.plan.regions) {
+    if (r.matmul) EXPECT_FALSE(r.matmul->relu) << "t is a graph output: the relu cannot be the call's epilogue";
+  }
+}
+
+// MatchRelu names the input and the nodes of each form.
+TEST(LegalityTest, MatchReluFindsEachForm) {
+  auto g = testing::Parse(R"(graph g(x: f32[4,8]) {
+    zero: f32[] = constant() {data = [0]}
+    a: f32[4,8] = relu(x)
+    b: f32[4,8] = maximum(zero, x)
+    c: f32[4,8] = maximum(x, x)
+    d: f32[4,8] = minimum(x, zero)
+    s: f32[4,8] = add(a, b)
+    t: f32[4,8] = add(c, d)
+    u: f32[4,8] = add(s, t)
+    return u
+  })");
+  ASSERT_NE(g, nullptr);
+  auto a = MatchRelu(g->FindNode("a"));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->x->name(), "x");
+  auto b = MatchRelu(g->FindNode("b"));
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->x->name(), "x");
+  EXPECT_EQ(b->nodes.size(), 2u);  // the maximum and its zero
+  EXPECT_FALSE(MatchRelu(g->FindNode("c")).has_value());
+  EXPECT_FALSE(MatchRelu(g->FindNode("d")).has_value());
 }
 
 // cuBLASLt writes one tensor: a bias add whose input is also read elsewhere (here: a graph

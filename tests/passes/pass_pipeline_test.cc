@@ -95,7 +95,7 @@ TEST(PassPipelineTest, UnknownDisabledPassIsAnErrorListingValidNames) {
   ASSERT_FALSE(records.ok());
   EXPECT_EQ(records.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(records.status().message().find("unknown pass \"constant_folding\"; valid names are canonicalize, "
-                                            "constant_fold, cse, dce, decompose, lower_attention, match_attention"),
+                                            "constant_fold, cse, dce, decompose, horizontal_matmul, lower_attention, match_attention"),
             std::string::npos) << records.status();
 }
 

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "runtime/artifact.h"
 #include "runtime/jit/kernel_cache.h"
+#include "tests/runtime/linear_graphs.h"
 
 namespace kiln {
 namespace {
@@ -65,6 +66,46 @@ std::vector<std::string> SmallExamples() {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Linear layers with constant weights (an exported model's form): matmuls sharing an input
+// lower to one cuBLASLt step on the joined weight, whose readers (a pointwise kernel, the
+// attention kernel) compile with NVRTC; relu after the bias lowers to the RELU_BIAS flag.
+TEST(CompileLinearTest, JoinedMatmulsAndReluLowerWithoutAGpu) {
+  KernelCache cache("");
+  CompileOptions options;
+  options.arch = "sm_90a";
+  options.cache = &cache;
+  struct Case {
+    std::unique_ptr<Graph> graph;
+    int matmul_steps;
+  };
+  std::vector<Case> cases;
+  cases.push_back({testing::QkvPointwise(DType::kBF16, 37, 96, 20), 1});
+  cases.push_back({testing::SwigluMlp(DType::kBF16, 33, 64, 100), 2});
+  cases.push_back({testing::QkvAttention(DType::kBF16, 128, 4), 2});
+  cases.push_back({testing::BiasRelu(DType::kBF16, 67, 96, 40, false), 1});
+  for (Case& c : cases) {
+    const std::string name = c.graph->name();
+    SCOPED_TRACE(name);
+    auto compiled = Compile(std::move(c.graph), options);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    const Program& p = compiled->lowered.program;
+    EXPECT_TRUE(p.Validate().ok()) << p.Validate();
+    EXPECT_EQ(Count(p, Step::Kind::kMatmul), c.matmul_steps) << p.ToString();
+    if (name == "bias_relu") {
+      ASSERT_EQ(p.steps.size(), 1u) << p.ToString();
+      EXPECT_TRUE(p.steps[0].matmul.spec.relu);
+      EXPECT_TRUE(p.steps[0].matmul.spec.has_bias);
+      auto loaded = DeserializeProgram(SerializeProgram(p));
+      ASSERT_TRUE(loaded.ok()) << loaded.status();
+      EXPECT_TRUE(loaded->steps[0].matmul.spec.relu);
+    } else {
+      bool fused = false;
+      for (const auto& [pass, d] : compiled->analysis.plan.pass_decisions) fused |= d.decision.ok();
+      EXPECT_TRUE(fused) << name;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CompileExampleTest, ::testing::ValuesIn(SmallExamples()),

@@ -186,6 +186,7 @@ class MatmulGpuTest : public ::testing::Test {
             sum += residual.Get(at);
             scale += std::fabs(residual.Get(at));
           }
+          if (spec.relu) sum = std::max(sum, 0.0);
           written[at] = true;
           const double got = d.Get(at);
           const double tolerance = rtol * scale + u * std::fabs(sum);
@@ -333,6 +334,19 @@ TEST_F(MatmulGpuTest, BiasAndResidual) {
     batched.has_bias = true;
     batched.has_residual = true;
     Check(batched);
+  }
+}
+
+// cuBLASLt's RELU and RELU_BIAS epilogues: max(A @ B (+ bias) (+ C), 0).
+TEST_F(MatmulGpuTest, Relu) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    MatmulSpec spec = Spec(dtype, 67, 40, 96);
+    spec.relu = true;
+    Check(spec);
+    spec.has_bias = true;
+    Check(spec);
+    spec.has_residual = true;
+    Check(spec);
   }
 }
 

@@ -61,6 +61,18 @@ TEST(MatmulSpecTest, ToStringHeaderExample) {
   EXPECT_EQ(spec.ToString(), "bf16 [8 x 1024x4096 @ 4096x4096^T] +bias +residual");
 }
 
+TEST(MatmulSpecTest, ActivationEpiloguesShowAndOnlyOneIsValid) {
+  MatmulSpec spec = Spec(DType::kBF16, 64, 32, 16);
+  spec.has_bias = true;
+  spec.relu = true;
+  EXPECT_EQ(spec.ToString(), "bf16 [64x16 @ 16x32] +bias relu");
+  EXPECT_TRUE(spec.Validate().ok()) << spec.Validate();
+  spec.gelu = true;
+  absl::Status both = spec.Validate();
+  EXPECT_FALSE(both.ok());
+  EXPECT_NE(std::string(both.message()).find("one activation epilogue at most"), std::string::npos) << both;
+}
+
 TEST(MatmulSpecTest, ToStringShowsNonDenseStrides) {
   MatmulSpec spec = Batched(DType::kF32, 4, 2, 3, 5);
   spec.stride_b = 0;

@@ -126,6 +126,22 @@ TEST(ArtifactTest, RoundTripKeepsEveryField) {
   EXPECT_EQ(q->source_graph, p.source_graph);
 }
 
+// Every activation epilogue survives the artifact (a reader that dropped one would compute
+// something else without a word).
+TEST(ArtifactTest, RoundTripKeepsTheMatmulActivation) {
+  for (int activation : {0, 1, 2}) {
+    Program p = Small();
+    MatmulSpec& spec = p.steps.back().matmul.spec;
+    spec.gelu = activation == 1;
+    spec.relu = activation == 2;
+    absl::StatusOr<Program> q = DeserializeProgram(SerializeProgram(p));
+    ASSERT_TRUE(q.ok()) << q.status();
+    EXPECT_EQ(q->steps.back().matmul.spec.gelu, spec.gelu);
+    EXPECT_EQ(q->steps.back().matmul.spec.relu, spec.relu);
+    EXPECT_EQ(q->steps.back().matmul.spec.ToString(), spec.ToString());
+  }
+}
+
 TEST(ArtifactTest, SaveAndLoadAFile) {
   std::string path = (std::filesystem::temp_directory_path() / "kiln_program_test.kiln").string();
   Program p = Small();

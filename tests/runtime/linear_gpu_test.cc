@@ -1,0 +1,145 @@
+// Linear layers on the GPU (label gpu; skips without a device): matmuls that share an input and
+// run as one cuBLASLt call on joined weights (passes/horizontal_matmul.h), read back as slices
+// by pointwise and attention regions, and the relu epilogue. Each graph is compiled for this
+// GPU, run on random inputs, and compared with the interpreter evaluating the same plan
+// (api/reference.h) at the graph tolerances of ir/compare.h.
+#include <optional>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "api/compiler.h"
+#include "api/reference.h"
+#include "gtest/gtest.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/promote.h"
+#include "runtime/artifact.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executable.h"
+#include "tests/runtime/linear_graphs.h"
+
+namespace kiln {
+namespace {
+
+class LinearGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveGpu()) GTEST_SKIP() << "no CUDA device (or no driver)";
+  }
+
+  // Compiles `graph`, runs it, compares with the planned interpreter (and prints the distance
+  // to the original graph in f32); returns the compiled result for further checks.
+  std::optional<Compiled> CompileRunAndCompare(std::unique_ptr<Graph> graph) {
+    const std::string name = graph->name();
+    std::unique_ptr<Graph> original = graph->Clone();
+    CompileOptions options;
+    auto arch = CurrentDeviceArch();
+    EXPECT_TRUE(arch.ok()) << arch.status();
+    if (!arch.ok()) return std::nullopt;
+    options.arch = *arch;
+    auto compiled = Compile(std::move(graph), options);
+    EXPECT_TRUE(compiled.ok()) << name << ": " << compiled.status();
+    if (!compiled.ok()) return std::nullopt;
+    const Graph& g = *compiled->analysis.graph;
+    std::map<std::string, Tensor> inputs = RandomInputs(g, 17);
+    std::vector<Tensor> in;
+    for (const Node* n : g.inputs()) in.push_back(inputs.at(n->name()));
+    auto exe = Executable::Load(compiled->lowered.program);
+    EXPECT_TRUE(exe.ok()) << exe.status();
+    if (!exe.ok()) return std::nullopt;
+    auto got = (*exe)->RunOnHost(in);
+    EXPECT_TRUE(got.ok()) << got.status();
+    auto want = InterpretAsPlanned(g, compiled->analysis.plan, inputs);
+    EXPECT_TRUE(want.ok()) << want.status();
+    auto whole = Interpret(**PromoteTo32(*original), inputs);
+    EXPECT_TRUE(whole.ok()) << whole.status();
+    if (!got.ok() || !want.ok() || !whole.ok()) return std::nullopt;
+    for (size_t i = 0; i < got->size(); ++i) {
+      Comparison c = Compare((*got)[i], (*want)[i], GraphTolerance((*want)[i].dtype()));
+      EXPECT_TRUE(c.ok()) << name << " output " << i << ": " << c.ToString();
+      Comparison f = Compare((*got)[i], (*whole)[i], GraphTolerance((*want)[i].dtype()));
+      std::printf("  %s output %zu: vs planned %s; vs the unfused graph in f32: %s\n", name.c_str(), i,
+                  c.ToString().c_str(), f.ToString().c_str());
+    }
+    // The artifact computes the same.
+    auto reloaded = DeserializeProgram(SerializeProgram(compiled->lowered.program));
+    EXPECT_TRUE(reloaded.ok()) << reloaded.status();
+    if (reloaded.ok()) {
+      auto exe2 = Executable::Load(std::move(*reloaded));
+      EXPECT_TRUE(exe2.ok()) << exe2.status();
+      if (exe2.ok()) {
+        auto again = (*exe2)->RunOnHost(in);
+        EXPECT_TRUE(again.ok()) << again.status();
+        for (size_t i = 0; again.ok() && i < again->size(); ++i) {
+          EXPECT_TRUE((*again)[i].BitwiseEqual((*got)[i])) << name << ": the artifact computes something else";
+        }
+      }
+    }
+    return std::move(*compiled);
+  }
+};
+
+int MatmulSteps(const Compiled& c) {
+  int n = 0;
+  for (const Step& s : c.lowered.program.steps) n += s.kind == Step::Kind::kMatmul;
+  return n;
+}
+
+bool Fused(const Compiled& c) {
+  for (const auto& [pass, d] : c.analysis.plan.pass_decisions) {
+    if (pass == "horizontal_matmul" && d.decision) return true;
+  }
+  return false;
+}
+
+// Slice offsets of 20 and 100 elements are not 16-byte multiples: the readers must not assume
+// vector alignment of a slice's start.
+TEST_F(LinearGpuTest, QkvLinearsReadAsSlicesByAPointwiseRegion) {
+  for (auto [dtype, rows, n] : {std::tuple{DType::kBF16, 37, 24}, std::tuple{DType::kBF16, 64, 20},
+                                std::tuple{DType::kF32, 5, 20}, std::tuple{DType::kF16, 1, 128}}) {
+    SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " rows ", rows, " n ", n));
+    auto c = CompileRunAndCompare(testing::QkvPointwise(dtype, rows, 96, n));
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(Fused(*c));
+    EXPECT_EQ(MatmulSteps(*c), 1);
+  }
+}
+
+TEST_F(LinearGpuTest, SwigluGateAndUpAsOneMatmul) {
+  for (auto [dtype, rows, n] : {std::tuple{DType::kBF16, 33, 100}, std::tuple{DType::kBF16, 256, 512},
+                                std::tuple{DType::kF32, 7, 64}}) {
+    SCOPED_TRACE(absl::StrCat(DTypeName(dtype), " rows ", rows, " n ", n));
+    auto c = CompileRunAndCompare(testing::SwigluMlp(dtype, rows, 64, n));
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(Fused(*c));
+    EXPECT_EQ(MatmulSteps(*c), 2);  // gate+up, down
+  }
+}
+
+// Attention reads q, k and v as slices of one projection (head split folded into its indexing).
+TEST_F(LinearGpuTest, QkvLinearsReadAsSlicesByAttention) {
+  for (int64_t seq : {128, 77}) {
+    SCOPED_TRACE(absl::StrCat("seq ", seq));
+    auto c = CompileRunAndCompare(testing::QkvAttention(DType::kBF16, seq, 4));
+    ASSERT_TRUE(c.has_value());
+    EXPECT_TRUE(Fused(*c));
+    EXPECT_EQ(MatmulSteps(*c), 2);  // q+k+v, o
+  }
+}
+
+// relu after the bias, as relu or maximum(t, 0): one cuBLASLt call with RELU_BIAS.
+TEST_F(LinearGpuTest, ReluEpilogue) {
+  for (bool relu_op : {true, false}) {
+    for (DType dtype : {DType::kBF16, DType::kF32}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dtype), relu_op ? " relu" : " maximum"));
+      auto c = CompileRunAndCompare(testing::BiasRelu(dtype, 67, 96, 40, relu_op));
+      ASSERT_TRUE(c.has_value());
+      ASSERT_EQ(c->lowered.program.steps.size(), 1u) << c->lowered.program.ToString();
+      EXPECT_TRUE(c->lowered.program.steps[0].matmul.spec.relu);
+      EXPECT_TRUE(c->lowered.program.steps[0].matmul.spec.has_bias);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
