@@ -59,6 +59,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   KernelSource ks;
   ks.kind = region.kind;
   ks.template_name = KindInfo(region.kind).runs_as;
+  if (params.wgmma) ks.template_name = "attention_sm90.cuh";
   std::vector<std::string> call_params, fields;
   std::map<const Node*, std::string> in_names, out_names;
   PointerParams(region, &ks.args, &call_params, &fields, &in_names, &out_names);
