@@ -190,11 +190,12 @@ struct SplitScratch {
   }
 };
 
-// Rows [row0, row0 + kRows) of an operand into shared memory rows of kStride elements, kCols
-// (padded) columns, 16 bytes per cp.async; row_ptr(r) is row r's first element, or null past the
-// operand (zeros are written), and columns from cols_valid on are zeros too.
-template <int kRows, int kCols, int kStride, int kThreads, class T, class RowPtr>
-__device__ __forceinline__ void LoadTile(T* smem, int row0, int cols_valid, const RowPtr& row_ptr) {
+// Rows [row0, row0 + kRows) of an operand, kCols (padded) columns, into shared memory, 16 bytes
+// per cp.async, the threads of the block taking consecutive chunks (coalesced reads); row_ptr(r)
+// is row r's first element, or null past the operand (zeros are written), and columns from
+// cols_valid on are zeros too. place(r, col) is where element (r, col) goes.
+template <int kRows, int kCols, int kThreads, class T, class Place, class RowPtr>
+__device__ __forceinline__ void LoadRows(const Place& place, int row0, int cols_valid, const RowPtr& row_ptr) {
   constexpr int kChunks = kCols / 8;  // 16-byte chunks per row
   static_assert(kCols % 8 == 0, "rows are whole 16-byte chunks");
 #pragma unroll
@@ -204,8 +205,15 @@ __device__ __forceinline__ void LoadTile(T* smem, int row0, int cols_valid, cons
     const int r = c / kChunks, col = (c % kChunks) * 8;
     const T* row = row_ptr(row0 + r);
     const bool valid = row != nullptr && col < cols_valid;
-    CpAsync16(smem + r * kStride + col, valid ? row + col : ZeroFillSource<T>(), valid);
+    CpAsync16(place(r, col), valid ? row + col : ZeroFillSource<T>(), valid);
   }
+}
+
+// LoadRows into plain rows of kStride elements (the mma.sync kernel's padded rows).
+template <int kRows, int kCols, int kStride, int kThreads, class T, class RowPtr>
+__device__ __forceinline__ void LoadTile(T* smem, int row0, int cols_valid, const RowPtr& row_ptr) {
+  LoadRows<kRows, kCols, kThreads, T>([&](int r, int col) { return smem + r * kStride + col; }, row0, cols_valid,
+                                      row_ptr);
 }
 
 

@@ -38,17 +38,9 @@ __host__ __device__ constexpr int RoundUp64(int x) { return (x + 63) / 64 * 64; 
 template <int kRows, int kCols, int kThreads, class T, class RowPtr>
 __device__ __forceinline__ void LoadTileSw128(unsigned char* smem, int row0, int cols_valid, const RowPtr& row_ptr) {
   static_assert(kCols % 64 == 0, "whole 64-column panels");
-  constexpr int kChunks = kCols / 8;
-#pragma unroll
-  for (int i = 0; i < (kRows * kChunks + kThreads - 1) / kThreads; ++i) {
-    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
-    if (kRows * kChunks % kThreads != 0 && c >= kRows * kChunks) break;
-    const int r = c / kChunks, col = (c % kChunks) * 8;
-    const T* row = row_ptr(row0 + r);
-    const bool valid = row != nullptr && col < cols_valid;
-    unsigned char* dst = smem + (col / 64) * kRows * 128 + r * 128 + ((((col % 64) / 8) ^ (r % 8)) * 16);
-    CpAsync16(dst, valid ? row + col : ZeroFillSource<T>(), valid);
-  }
+  LoadRows<kRows, kCols, kThreads, T>(
+      [&](int r, int col) { return smem + (col / 64) * kRows * 128 + r * 128 + ((((col % 64) / 8) ^ (r % 8)) * 16); },
+      row0, cols_valid, row_ptr);
 }
 
 }  // namespace attn
