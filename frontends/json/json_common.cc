@@ -6,6 +6,9 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -53,6 +56,52 @@ size_t FindTooDeep(absl::string_view text) {
   return absl::string_view::npos;
 }
 
+// The spans of the numbers that RapidJSON 1.1.0 (Debian 12) cannot parse with
+// kParseFullPrecisionFlag: every digit zero but a decimal exponent outside its fast range
+// ("0e51", "-0.0e-30", "0.000...0" with 23 zeros). StrtodFullPrecision hands them to
+// StrtodDiyFp, which calls __builtin_clzll(0): undefined behaviour (UBSan aborts on it; the
+// value is whatever the CPU leaves). Each span is the number after its sign; only well-formed
+// numbers (JSON's grammar) outside strings are listed, malformed ones are left to the parser.
+std::vector<std::pair<size_t, size_t>> ZeroNumbersWithExponent(absl::string_view text) {
+  std::vector<std::pair<size_t, size_t>> spans;
+  auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != '-' && !digit(i)) continue;
+    size_t start = c == '-' ? i + 1 : i, j = start;
+    bool zero = true, shaped = digit(j);
+    if (shaped && text[j] == '0') {
+      ++j;
+    } else {
+      while (digit(j)) zero &= text[j++] == '0';
+    }
+    bool fraction = j < text.size() && text[j] == '.', exponent = false;
+    if (fraction) {
+      shaped &= digit(++j);
+      while (digit(j)) zero &= text[j++] == '0';
+    }
+    if (j < text.size() && (text[j] == 'e' || text[j] == 'E')) {
+      exponent = true;
+      if (++j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
+      shaped &= digit(j);
+      while (digit(j)) ++j;
+    }
+    if (shaped && zero && (fraction || exponent) && j - start >= 3) spans.emplace_back(start, j);
+    i = j - 1;
+  }
+  return spans;
+}
+
 }  // namespace
 
 absl::Status ParseDocument(const std::string& json_text, const std::string& source_name,
@@ -69,10 +118,19 @@ absl::Status ParseDocument(const std::string& json_text, const std::string& sour
         source_name, ":", line, ":", column, ": arrays and objects nested deeper than ",
         kMaxJsonDepth, " levels; a kiln graph needs at most 5"));
   }
+  // Zeros RapidJSON would mis-parse (ZeroNumbersWithExponent) are written "0.0" and padded
+  // with spaces: the same value, sign and length, so error offsets do not move.
+  std::string patched;
+  absl::string_view text = json_text;
+  for (auto [start, end] : ZeroNumbersWithExponent(json_text)) {
+    if (patched.empty()) patched = json_text;
+    patched.replace(start, end - start, std::string("0.0").append(end - start - 3, ' '));
+    text = patched;
+  }
   constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
                               rapidjson::kParseValidateEncodingFlag |
                               rapidjson::kParseFullPrecisionFlag;
-  doc.Parse<kFlags>(json_text.data(), json_text.size());
+  doc.Parse<kFlags>(text.data(), text.size());
   if (doc.HasParseError()) {
     auto [line, column] = LineColumn(json_text, doc.GetErrorOffset());
     return absl::InvalidArgumentError(absl::StrCat(source_name, ":", line, ":", column,

@@ -370,6 +370,23 @@ TEST_F(GraphFileTest, AnUnreadableFileIsPermissionDenied) {
   EXPECT_EQ(graph.status().message(), path + ": cannot open the file");
 }
 
+TEST(JsonImportErrorsTest, ZeroWithAnExponentOutOfRapidJsonsFastRangeReadsAsZero) {
+  // Found by tests/fuzz (regressions/json_import): RapidJSON 1.1.0 computed clz(0) on these,
+  // undefined behaviour. The importer rewrites them as 0.0 in place, so columns still match.
+  for (const char* eps : {"-0e51", "0E+400", "0.000000000000000000000000000000", "-0.0e-30"}) {
+    auto graph = ImportJsonGraph(
+        WithNodes(absl::StrCat(R"([{"name": "y", "op": "layer_norm", "inputs": ["x"], "attrs": {"eps": )", eps,
+                               "}}]")).Text(),
+        "", "t.json");
+    ASSERT_TRUE(graph.ok()) << eps << ": " << graph.status();
+    EXPECT_EQ((*graph)->FindNode("y")->attrs().GetFloat("eps"), 0.0) << eps;
+  }
+  auto bad = ImportJsonGraph(R"({"a": 0e999, "b": 00e5})", "", "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "t.json:1:21: malformed JSON"))
+      << bad.status().message();
+}
+
 TEST(JsonImportErrorsTest, NoOutputsImportsButDoesNotVerify) {
   // The importer reads what the document says; "at least one output" is the verifier's rule,
   // so `kiln check` and every other command refuse the graph (exit code 2).
