@@ -11,9 +11,13 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "ir/base/edit_distance.h"
+#include "rapidjson/encodedstream.h"
 #include "rapidjson/error/en.h"
+#include "rapidjson/memorystream.h"
+#include "rapidjson/reader.h"
 
 namespace kiln::json_internal {
 
@@ -56,51 +60,50 @@ size_t FindTooDeep(absl::string_view text) {
   return absl::string_view::npos;
 }
 
-// The spans of the numbers that RapidJSON 1.1.0 (Debian 12) cannot parse with
-// kParseFullPrecisionFlag: every digit zero but a decimal exponent outside its fast range
-// ("0e51", "-0.0e-30", "0.000...0" with 23 zeros). StrtodFullPrecision hands them to
-// StrtodDiyFp, which calls __builtin_clzll(0): undefined behaviour (UBSan aborts on it; the
-// value is whatever the CPU leaves). Each span is the number after its sign; only well-formed
-// numbers (JSON's grammar) outside strings are listed, malformed ones are left to the parser.
-std::vector<std::pair<size_t, size_t>> ZeroNumbersWithExponent(absl::string_view text) {
-  std::vector<std::pair<size_t, size_t>> spans;
-  auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-      continue;
+// Builds the Document from the reader's events, converting every number itself: RapidJSON
+// 1.1.0 (Debian 12) with kParseFullPrecisionFlag computes clz(0), undefined behaviour, on
+// some numbers (found by tests/fuzz: a zero significand with an exponent outside its fast
+// range, "-0e51", or 20 digits that round up past UINT64_MAX,
+// "0.000000000184467440737095516156"), and without the flag it does not round correctly.
+// absl::SimpleAtod (from_chars) does. Integers keep RapidJSON's typing: what fits an int64
+// (negative) or a uint64 is an integer, anything longer a double. The reader still checks
+// the number's grammar and range (kParseErrorNumberTooBig) before handing over its text.
+class ExactNumbers {
+ public:
+  explicit ExactNumbers(rapidjson::Document& doc) : doc_(doc) {}
+  bool Null() { return doc_.Null(); }
+  bool Bool(bool b) { return doc_.Bool(b); }
+  bool Int(int i) { return doc_.Int(i); }
+  bool Uint(unsigned u) { return doc_.Uint(u); }
+  bool Int64(int64_t i) { return doc_.Int64(i); }
+  bool Uint64(uint64_t u) { return doc_.Uint64(u); }
+  bool Double(double d) { return doc_.Double(d); }
+  bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
+    absl::string_view number(text, length);
+    if (number.find_first_of(".eE") == absl::string_view::npos) {
+      int64_t i;
+      uint64_t u;
+      if (number[0] == '-' ? absl::SimpleAtoi(number, &i) : false) return doc_.Int64(i);
+      if (number[0] != '-' && absl::SimpleAtoi(number, &u)) return doc_.Uint64(u);
     }
-    if (c == '"') {
-      in_string = true;
-      continue;
-    }
-    if (c != '-' && !digit(i)) continue;
-    size_t start = c == '-' ? i + 1 : i, j = start;
-    bool zero = true, shaped = digit(j);
-    if (shaped && text[j] == '0') {
-      ++j;
-    } else {
-      while (digit(j)) zero &= text[j++] == '0';
-    }
-    bool fraction = j < text.size() && text[j] == '.', exponent = false;
-    if (fraction) {
-      shaped &= digit(++j);
-      while (digit(j)) zero &= text[j++] == '0';
-    }
-    if (j < text.size() && (text[j] == 'e' || text[j] == 'E')) {
-      exponent = true;
-      if (++j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
-      shaped &= digit(j);
-      while (digit(j)) ++j;
-    }
-    if (shaped && zero && (fraction || exponent) && j - start >= 3) spans.emplace_back(start, j);
-    i = j - 1;
+    double d;
+    if (!absl::SimpleAtod(number, &d)) return false;  // cannot happen after the grammar check
+    return doc_.Double(d);
   }
-  return spans;
-}
+  bool String(const char* text, rapidjson::SizeType length, bool copy) {
+    return doc_.String(text, length, copy);
+  }
+  bool StartObject() { return doc_.StartObject(); }
+  bool Key(const char* text, rapidjson::SizeType length, bool copy) {
+    return doc_.Key(text, length, copy);
+  }
+  bool EndObject(rapidjson::SizeType members) { return doc_.EndObject(members); }
+  bool StartArray() { return doc_.StartArray(); }
+  bool EndArray(rapidjson::SizeType elements) { return doc_.EndArray(elements); }
+
+ private:
+  rapidjson::Document& doc_;
+};
 
 }  // namespace
 
@@ -118,24 +121,24 @@ absl::Status ParseDocument(const std::string& json_text, const std::string& sour
         source_name, ":", line, ":", column, ": arrays and objects nested deeper than ",
         kMaxJsonDepth, " levels; a kiln graph needs at most 5"));
   }
-  // Zeros RapidJSON would mis-parse (ZeroNumbersWithExponent) are written "0.0" and padded
-  // with spaces: the same value, sign and length, so error offsets do not move.
-  std::string patched;
-  absl::string_view text = json_text;
-  for (auto [start, end] : ZeroNumbersWithExponent(json_text)) {
-    if (patched.empty()) patched = json_text;
-    patched.replace(start, end - start, std::string("0.0").append(end - start - 3, ' '));
-    text = patched;
-  }
   constexpr unsigned kFlags = rapidjson::kParseIterativeFlag |
                               rapidjson::kParseValidateEncodingFlag |
-                              rapidjson::kParseFullPrecisionFlag;
-  doc.Parse<kFlags>(text.data(), text.size());
-  if (doc.HasParseError()) {
-    auto [line, column] = LineColumn(json_text, doc.GetErrorOffset());
+                              rapidjson::kParseNumbersAsStringsFlag;
+  rapidjson::Reader reader;
+  rapidjson::ParseResult result;
+  auto generate = [&](rapidjson::Document& target) {
+    rapidjson::MemoryStream bytes(json_text.data(), json_text.size());
+    rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(bytes);
+    ExactNumbers handler(target);
+    result = reader.Parse<kFlags>(in, handler);
+    return !result.IsError();
+  };
+  doc.Populate(generate);
+  if (result.IsError()) {
+    auto [line, column] = LineColumn(json_text, result.Offset());
     return absl::InvalidArgumentError(absl::StrCat(source_name, ":", line, ":", column,
                                                    ": malformed JSON: ",
-                                                   rapidjson::GetParseError_En(doc.GetParseError())));
+                                                   rapidjson::GetParseError_En(result.Code())));
   }
   return absl::OkStatus();
 }

@@ -340,6 +340,10 @@ absl::Status Range(NodeContext& ctx) {
     if (v[i]->num_elements() != 1) return ctx.Error(absl::StrCat("input ", i, " must be a scalar"));
   }
   const DType dtype = v[0]->dtype();
+  if (v[1]->dtype() != dtype || v[2]->dtype() != dtype) {
+    return ctx.Error(absl::StrCat("start, limit and delta must have one dtype, not ", DTypeName(v[0]->dtype()), ", ",
+                                  DTypeName(v[1]->dtype()), " and ", DTypeName(v[2]->dtype())));
+  }
   // The output is a constant made now, so its length is bounded before it is allocated (and
   // computed without overflow: in 128 bits, or checked finite for floats).
   constexpr int64_t kMaxRange = int64_t{1} << 26;
