@@ -7,8 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -83,7 +81,7 @@ class ExactNumbers {
     if (number.find_first_of(".eE") == absl::string_view::npos) {
       int64_t i;
       uint64_t u;
-      if (number[0] == '-' ? absl::SimpleAtoi(number, &i) : false) return doc_.Int64(i);
+      if (number[0] == '-' && absl::SimpleAtoi(number, &i)) return doc_.Int64(i);
       if (number[0] != '-' && absl::SimpleAtoi(number, &u)) return doc_.Uint64(u);
     }
     double d;
