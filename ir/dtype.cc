@@ -1,5 +1,6 @@
 #include "ir/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -113,8 +114,11 @@ double RoundToDType(double value, DType dtype) {
     case DType::kF32: return static_cast<float>(value);
     case DType::kF16: return HalfBitsToFloat(FloatToHalfBits(static_cast<float>(value)));
     case DType::kBF16: return BF16BitsToFloat(FloatToBF16Bits(static_cast<float>(value)));
-    case DType::kI32: return std::isfinite(value) ? static_cast<double>(static_cast<int32_t>(value)) : 0;
-    case DType::kI64: return std::isfinite(value) ? static_cast<double>(static_cast<int64_t>(value)) : 0;
+    // Truncated toward zero and saturated: casting an out-of-range double is undefined. The
+    // i64 bound is the largest double below 2^63, so the caller's cast back is defined too.
+    case DType::kI32: return std::isfinite(value) ? std::clamp(std::trunc(value), -2147483648.0, 2147483647.0) : 0;
+    case DType::kI64:
+      return std::isfinite(value) ? std::clamp(std::trunc(value), -9223372036854775808.0, 9223372036854774784.0) : 0;
     case DType::kBool: return value != 0 ? 1.0 : 0.0;
   }
   return value;

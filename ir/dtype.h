@@ -32,7 +32,8 @@ uint16_t FloatToBF16Bits(float value);
 float BF16BitsToFloat(uint16_t bits);
 
 // Rounds `value` to the nearest value representable in `dtype` (integers truncate toward
-// zero like a C cast, bool is value != 0). This is what storing into a tensor of that dtype does.
+// zero like a C cast but saturate at the type's limits, NaN and infinities give 0; bool is
+// value != 0). This is what storing into a tensor of that dtype does.
 double RoundToDType(double value, DType dtype);
 
 }  // namespace kiln

@@ -303,7 +303,7 @@ absl::StatusOr<TypeAndShape> InferLayout(OpKind op, const std::vector<const Node
         int64_t e = ends[d] < 0 ? ends[d] + s[d] : ends[d];
         b = std::clamp<int64_t>(b, 0, s[d]);
         e = std::clamp<int64_t>(e, 0, s[d]);
-        out[d] = e > b ? (e - b + steps[d] - 1) / steps[d] : 0;
+        out[d] = e > b ? 1 + (e - b - 1) / steps[d] : 0;  // no overflow for huge steps
       }
       return TypeAndShape{x->dtype(), out};
     }

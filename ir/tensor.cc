@@ -35,7 +35,9 @@ int64_t Tensor::GetI64(int64_t i) const {
   switch (dtype_) {
     case DType::kI32: return data_as<int32_t>()[i];
     case DType::kI64: return data_as<int64_t>()[i];
-    default: return static_cast<int64_t>(GetF64(i));
+    // Saturated like every store into an integer tensor: casting an out-of-range double (a
+    // float constant read as an ONNX shape or axis) was undefined.
+    default: return static_cast<int64_t>(RoundToDType(GetF64(i), DType::kI64));
   }
 }
 

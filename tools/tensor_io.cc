@@ -93,6 +93,16 @@ absl::StatusOr<Shape> ShapeFromTuple(const std::string& text, const std::string&
   return shape;
 }
 
+// The bytes a tensor of `dtype` and `shape` takes, or an error naming `source` when the
+// element count is over CheckedNumElements' limit (2^48) or a dimension is negative.
+absl::StatusOr<int64_t> TensorBytes(DType dtype, const Shape& shape, const std::string& source) {
+  absl::StatusOr<int64_t> elements = CheckedNumElements(shape);
+  if (!elements.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", elements.status().message()));
+  }
+  return *elements * ByteSize(dtype);
+}
+
 }  // namespace
 
 const char* NpyDescr(DType dtype) {
@@ -132,12 +142,14 @@ absl::Status WriteFileBytes(const std::string& path, const std::string& bytes) {
 
 absl::StatusOr<Tensor> ReadRawTensor(const std::string& path, DType dtype, const Shape& shape) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
-  Tensor t(dtype, shape);
-  if (static_cast<int64_t>(bytes.size()) != t.num_bytes()) {
+  // The size is checked before the tensor is allocated, so a wrong file costs nothing.
+  KILN_ASSIGN_OR_RETURN(int64_t needs, TensorBytes(dtype, shape, path));
+  if (static_cast<int64_t>(bytes.size()) != needs) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": holds ", bytes.size(), " bytes but ", DescribeType(dtype, shape), " needs ",
-        t.num_bytes(), " (raw little-endian ", DTypeName(dtype), ", row-major)"));
+        needs, " (raw little-endian ", DTypeName(dtype), ", row-major)"));
   }
+  Tensor t(dtype, shape);
   if (!bytes.empty()) std::memcpy(t.data(), bytes.data(), bytes.size());
   KILN_RETURN_IF_ERROR(CheckBools(t, path));
   return t;
@@ -184,14 +196,16 @@ absl::StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& sou
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": .npy array is in Fortran order; save it C-contiguous (np.ascontiguousarray)"));
   }
-  Tensor t(dtype, shape);
+  // The header's shape is checked against the bytes that follow before anything is allocated:
+  // a forged shape is an error, not a bad_alloc or an overflowing element count.
+  KILN_ASSIGN_OR_RETURN(int64_t needs, TensorBytes(dtype, shape, source));
   size_t data_start = header_start + header_len;
   size_t have = bytes.size() - data_start;
-  if (static_cast<int64_t>(have) != t.num_bytes()) {
+  if (static_cast<int64_t>(have) != needs) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": .npy data is ", have, " bytes but ",
-                                                   DescribeType(dtype, shape), " needs ",
-                                                   t.num_bytes()));
+                                                   DescribeType(dtype, shape), " needs ", needs));
   }
+  Tensor t(dtype, shape);
   if (have > 0) std::memcpy(t.data(), bytes.data() + data_start, have);
   KILN_RETURN_IF_ERROR(CheckBools(t, source));
   return t;

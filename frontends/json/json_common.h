@@ -28,8 +28,8 @@ inline constexpr int64_t kSideFileAlignment = 64;
 
 // Parses `json_text` into `doc` under the limits above: the size first, then a byte scan for
 // the nesting depth (so a 1,000,000-deep input is refused at its line:column without building
-// a DOM), then RapidJSON's iterative parser (constant stack) with UTF-8 validation and
-// full-precision numbers (so exported floats read back exactly). Errors start with
+// a DOM), then RapidJSON's iterative parser (constant stack) with UTF-8 validation, every
+// number converted exactly by kiln (so exported floats read back exactly). Errors start with
 // "<source_name>:<line>:<column>: " (or "<source_name>: " for the size).
 absl::Status ParseDocument(const std::string& json_text, const std::string& source_name,
                            rapidjson::Document& doc);

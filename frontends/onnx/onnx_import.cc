@@ -238,7 +238,8 @@ absl::Status ImportGraph(const onnx::ModelProto& model, ImportState& state) {
     }
     inputs.push_back(std::move(dims));
   }
-  for (const auto& [name, value] : state.options->constant_inputs) {
+  for (const auto& entry : state.options->constant_inputs) {
+    const std::string& name = entry.first;  // a lambda cannot capture a structured binding (C++17)
     bool found = std::any_of(g.input().begin(), g.input().end(),
                              [&](const onnx::ValueInfoProto& in) { return in.name() == name; });
     if (!found || initializer_names.count(name)) {

@@ -177,7 +177,7 @@ absl::Status Mod(NodeContext& ctx) {
   for (int64_t i = 0; i < out.num_elements(); ++i) {
     int64_t x = a->GetI64(index_of(*a, i)), y = b->GetI64(index_of(*b, i));
     if (y == 0) return ctx.Error("integer Mod by zero");
-    int64_t r = x % y;
+    int64_t r = y == -1 ? 0 : x % y;  // INT64_MIN % -1 overflows
     if (!fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
     out.SetI64(i, r);
   }

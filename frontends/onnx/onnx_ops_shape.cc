@@ -55,6 +55,9 @@ absl::Status Reshape(NodeContext& ctx) {
     } else {
       out[i] = spec[i];
     }
+    if (out[i] != 0 && known > (int64_t{1} << 48) / out[i]) {
+      return ctx.Error(absl::StrCat("shape [", absl::StrJoin(spec, ","), "] has more than 2^48 elements"));
+    }
     known *= out[i];
   }
   if (infer >= 0) {
@@ -232,8 +235,12 @@ absl::Status Split(NodeContext& ctx) {
     for (int64_t i = 0; i < n; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
   }
   int64_t total = 0;
-  for (int64_t v : sizes) total += v;
-  if (total != dim || static_cast<int>(sizes.size()) != ctx.num_outputs()) {
+  bool sizes_fit = true;  // each in [0, dim], so the sum cannot overflow
+  for (int64_t v : sizes) {
+    sizes_fit &= v >= 0 && v <= dim;
+    if (sizes_fit) total += v;
+  }
+  if (!sizes_fit || total != dim || static_cast<int>(sizes.size()) != ctx.num_outputs()) {
     return ctx.Error(absl::StrCat("split sizes [", absl::StrJoin(sizes, ","), "] must sum to ", dim, " and give ",
                                   ctx.num_outputs(), " outputs"));
   }
@@ -333,17 +340,34 @@ absl::Status Range(NodeContext& ctx) {
     if (v[i]->num_elements() != 1) return ctx.Error(absl::StrCat("input ", i, " must be a scalar"));
   }
   const DType dtype = v[0]->dtype();
+  if (v[1]->dtype() != dtype || v[2]->dtype() != dtype) {
+    return ctx.Error(absl::StrCat("start, limit and delta must have one dtype, not ", DTypeName(v[0]->dtype()), ", ",
+                                  DTypeName(v[1]->dtype()), " and ", DTypeName(v[2]->dtype())));
+  }
+  // The output is a constant made now, so its length is bounded before it is allocated (and
+  // computed without overflow: in 128 bits, or checked finite for floats).
+  constexpr int64_t kMaxRange = int64_t{1} << 26;
+  auto too_long = [&](const std::string& n) {
+    return ctx.Error(absl::StrCat("Range of ", n, " elements is over kiln's limit of ", kMaxRange,
+                                  " (the output is a constant made at import)"));
+  };
   Tensor out;
   if (IsInteger(dtype)) {
     int64_t start = v[0]->GetI64(0), limit = v[1]->GetI64(0), delta = v[2]->GetI64(0);
     if (delta == 0) return ctx.Error("delta must not be 0");
-    int64_t n = std::max<int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
+    __int128 span = static_cast<__int128>(limit) - start;
+    __int128 n128 = span / delta + (span % delta != 0 && (span < 0) == (delta < 0) ? 1 : 0);
+    if (n128 > kMaxRange) return too_long(absl::StrCat(static_cast<double>(n128)));
+    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(n128));
     out = Tensor(dtype, {n});
     for (int64_t i = 0; i < n; ++i) out.SetI64(i, start + i * delta);
   } else {
     double start = v[0]->GetF64(0), limit = v[1]->GetF64(0), delta = v[2]->GetF64(0);
     if (delta == 0) return ctx.Error("delta must not be 0");
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+    double length = std::ceil((limit - start) / delta);
+    if (std::isnan(length)) return ctx.Error("start, limit and delta must be finite");
+    if (length > kMaxRange) return too_long(absl::StrCat(length));
+    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(length));
     out = Tensor(dtype, {n});
     for (int64_t i = 0; i < n; ++i) out.SetF64(i, start + static_cast<double>(i) * delta);
   }

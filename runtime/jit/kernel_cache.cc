@@ -177,6 +177,16 @@ absl::StatusOr<CompiledCuda> DecodeEntry(std::string_view bytes, const std::stri
 
 }  // namespace
 
+std::string EncodeCacheEntry(const std::string& key, const CompiledCuda& compiled) {
+  return EncodeEntry(key, compiled);
+}
+
+absl::StatusOr<CompiledCuda> DecodeCacheEntry(std::string_view bytes, const std::string& key,
+                                              const std::string& kernel_name,
+                                              const std::string& arch) {
+  return DecodeEntry(bytes, key, kernel_name, arch);
+}
+
 KernelCache::KernelCache(std::string directory) : directory_(std::move(directory)) {}
 
 KernelCache& KernelCache::Default() {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -47,6 +48,14 @@ struct CachedKernel {
   std::string origin;  // "memory", "disk" or "nvrtc"
   double lookup_ms = 0;
 };
+
+// The disk entry format (kernel_cache.cc), exposed for tests and the fuzz target
+// (tests/fuzz/fuzz_kernel_cache.cc): an entry's bytes, and an entry read back, or why it is
+// not a valid entry for `key`, `kernel_name` and `arch` (a kDataLoss error).
+std::string EncodeCacheEntry(const std::string& key, const CompiledCuda& compiled);
+absl::StatusOr<CompiledCuda> DecodeCacheEntry(std::string_view bytes, const std::string& key,
+                                              const std::string& kernel_name,
+                                              const std::string& arch);
 
 class KernelCache {
  public:

@@ -7,10 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -368,6 +370,32 @@ TEST_F(GraphFileTest, AnUnreadableFileIsPermissionDenied) {
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(graph.status().message(), path + ": cannot open the file");
+}
+
+TEST(JsonImportErrorsTest, NumbersRapidJsonMisparsedReadExactly) {
+  // Found by tests/fuzz (regressions/json_import): RapidJSON 1.1.0's full-precision path
+  // computed clz(0) on these, undefined behaviour. kiln converts every number itself now.
+  const std::pair<const char*, double> cases[] = {
+      {"-0e51", -0.0}, {"0E+300", 0.0}, {"0.000000000000000000000000000000", 0.0}, {"-0.0e-30", -0.0},
+      {"0.000000000184467440737095516156", 1.84467440737095516156e-10}, {"1e-05", 1e-05},
+      {"2.2250738585072011e-308", 2.2250738585072011e-308}, {"7", 7.0}};
+  for (const auto& [eps, want] : cases) {
+    auto graph = ImportJsonGraph(
+        WithNodes(absl::StrCat(R"([{"name": "y", "op": "layer_norm", "inputs": ["x"], "attrs": {"eps": )", eps,
+                               "}}]")).Text(),
+        "", "t.json");
+    ASSERT_TRUE(graph.ok()) << eps << ": " << graph.status();
+    double got = (*graph)->FindNode("y")->attrs().GetFloat("eps");
+    EXPECT_EQ(got, want) << eps;
+    EXPECT_EQ(std::signbit(got), std::signbit(want)) << eps;
+  }
+  auto bad = ImportJsonGraph(R"({"a": 0e99, "b": 00e5})", "", "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StartsWith(bad.status().message(), "t.json:1:19: malformed JSON"))
+      << bad.status().message();
+  bad = ImportJsonGraph(R"({"a": 1e400})", "", "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "t.json:1:7: malformed JSON: Number too big to be stored in double.");
 }
 
 TEST(JsonImportErrorsTest, NoOutputsImportsButDoesNotVerify) {

@@ -200,6 +200,33 @@ TEST(OnnxImportTest, HugeInitializerDimsAreRefusedBeforeAllocating) {
   }
 }
 
+TEST(OnnxImportTest, ExtremeConstantOperandsAreErrorsOrValuesNeverOverflows) {
+  // Found by probing the importer with extreme constants under UBSan (tests/fuzz/regressions/
+  // onnx_import; ctest's fuzz_replay_onnx_import replays them): each overflowed an int64,
+  // cast an out-of-range double or allocated from an unchecked length.
+  const fs::path dir = fs::path(KILN_SOURCE_DIR) / "tests/fuzz/regressions/onnx_import";
+  const std::pair<const char*, const char*> errors[] = {
+      {"range_huge.onnx", "Range of 1e+15 elements is over kiln's limit of 67108864"},
+      {"range_minmax.onnx", "Range of 1.84467e+19 elements is over kiln's limit"},
+      {"range_float_nan.onnx", "Range of inf elements is over kiln's limit"},
+      {"reshape_huge.onnx", "shape [1099511627776,1099511627776,-1] has more than 2^48 elements"},
+      {"split_huge.onnx", "split sizes [9223372036854775807,4] must sum to 3"},
+      {"float_constant_read_as_int.onnx", "start, limit and delta must have one dtype"},
+  };
+  for (const auto& [file, message] : errors) {
+    absl::Status s = ImportStatus(dir / file);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << file << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr(message)) << file;
+  }
+  // INT64_MIN mod -1 is 0; Trilu's k = INT64_MAX keeps everything; a slice step of INT64_MAX
+  // takes one element.
+  for (const char* file : {"mod_min.onnx", "trilu_kmax.onnx", "slice_extreme2.onnx"}) {
+    absl::Status s = ImportStatus(dir / file);
+    EXPECT_TRUE(s.ok() || s.code() == absl::StatusCode::kInvalidArgument ||
+                s.code() == absl::StatusCode::kUnimplemented) << file << ": " << s;
+  }
+}
+
 TEST(OnnxImportTest, UnsupportedOpListsTheClosestSupportedOnes) {
   absl::Status s = ImportStatus(kData / "errors/unsupported_op.onnx");
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;

@@ -3,14 +3,18 @@
 // ReplaceAllUsesWith, RemoveDeadNodes, Clone) keep the graph consistent; PostOrder stays
 // topological when a rewrite appends a replacement node after its users.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "ir/base/status.h"
+#include "ir/dtype.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
+#include "ir/tensor.h"
 #include "ir/verifier.h"
 #include "tests/testing/filecheck.h"
 
@@ -63,6 +67,27 @@ TEST(GraphTest, RejectsMismatchedOperands) {
                  {"axis 2 is out of range for rank 2"});
   ExpectRejected(g.AddNode(OpKind::kAdd, {a34}), {"add takes 2 operands, got 1"});
   ExpectRejected(g.AddNode(OpKind::kTranspose, {m23}), {"requires attribute \"perm\""});
+}
+
+TEST(GraphTest, ExtremeSliceStepsAndIntegerRoundingDoNotOverflow) {
+  // Found by tests/fuzz (regressions/json_import/slice_huge_step.json): the extent was
+  // rounded up as (e - b + step - 1) / step, which overflows for a step near INT64_MAX.
+  Graph g;
+  Node* m23 = *g.AddInput("m", DType::kF32, {2, 3});
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto y = g.AddNode(OpKind::kSlice, {m23}, {{"starts", Ints{0, 1}}, {"ends", Ints{2, 3}}, {"steps", Ints{kMax, kMax}}});
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ((*y)->shape(), (Shape{1, 1}));
+  // Found by probing ONNX Trilu with k = INT64_MAX: storing a double beyond an integer type's
+  // range was an undefined cast; it saturates (NaN and infinities give 0).
+  EXPECT_EQ(RoundToDType(1e19, DType::kI64), 9223372036854774784.0);
+  EXPECT_EQ(RoundToDType(-1e19, DType::kI64), -9223372036854775808.0);
+  EXPECT_EQ(RoundToDType(1e10, DType::kI32), 2147483647.0);
+  EXPECT_EQ(RoundToDType(-2.7, DType::kI32), -2.0);
+  EXPECT_EQ(RoundToDType(std::nan(""), DType::kI64), 0.0);
+  Tensor t(DType::kI64, {1});
+  t.SetF64(0, 1e30);
+  EXPECT_EQ(t.GetI64(0), 9223372036854774784);
 }
 
 TEST(GraphTest, RejectsAttentionMismatches) {

@@ -123,5 +123,28 @@ TEST(TensorIoTest, RefusesWhatItCannotRead) {
   expect_error(NumpyFile("{'descr': '<f4', 'shape': (1,), }", "abcd"), "lacks");
 }
 
+TEST(TensorIoTest, AForgedShapeIsAnErrorBeforeAnyAllocation) {
+  // Found by tests/fuzz (regressions/tensor_file): the tensor was allocated from the header's
+  // shape before the data size was compared, so a few bytes could ask for terabytes
+  // (std::bad_alloc) or overflow the element count.
+  auto npy = [](const std::string& shape) {
+    return ParseNpy(NumpyFile("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }", "abcd"),
+                    "big.npy");
+  };
+  auto t = npy("(1099511627776,)");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "big.npy: .npy data is 4 bytes but f32[1099511627776] needs 4398046511104");
+  t = npy("(4294967296, 4294967296, 4294967296)");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("big.npy: shape [4294967296,4294967296,4294967296] has more than 2^48"),
+            std::string::npos) << t.status();
+  std::string path = TempPath("small.bin");
+  ASSERT_TRUE(WriteFileBytes(path, "abcd").ok());
+  auto raw = ReadTensorFile(path, DType::kF32, {int64_t{1} << 40});
+  ASSERT_FALSE(raw.ok());
+  EXPECT_NE(raw.status().message().find("holds 4 bytes but f32[1099511627776] needs 4398046511104"),
+            std::string::npos) << raw.status();
+}
+
 }  // namespace
 }  // namespace kiln
