@@ -47,6 +47,8 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   s.registers_per_sm = info.registers_per_sm;                   // queried
   s.launch_us = h100.launch_us;                                 // not queryable: the same estimate
   s.grid_sync_us = h100.grid_sync_us;                           // not queryable: the same estimate
+  s.lone_block_phase_us = h100.lone_block_phase_us;             // not queryable: the h100 fit
+  s.smem_per_sm_bytes = s.smem_per_block_bytes + 1024;          // the block allowance and its 1 KB
   // What one SM draws alone: the h100 estimate scaled by this GPU's bandwidth per SM.
   s.sm_bytes_per_us = h100.sm_bytes_per_us * (s.dram_bytes_per_us / std::max(info.sm_count, 1)) /
                       (h100.dram_bytes_per_us / h100.sm_count);

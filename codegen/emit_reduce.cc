@@ -408,19 +408,53 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   }
   Function(column_ ? "Load(long long o, long long k, long long i0, Vec& x)" : "Load(long long r, long long c0, Vec& x)");
 
-  // The launch shape: threads per row (lanes along i for columns), the register cache, the
-  // streamed loop's unroll, blocks per row (tile).
+  // The launch shape: threads per row (lanes along i for columns), the register or shared
+  // memory cache, the streamed loop's unroll, blocks per row (tile).
   const int threads = column_ ? p_.block_size / std::max(p_.tile_n, 1) : ThreadsPerRow(p_);  // along the reduced axis
   const int64_t per_split = column_ ? (N_ + p_.split - 1) / p_.split : (N_ / V_ + p_.split - 1) / p_.split;
   const int64_t iters = (per_split + threads - 1) / threads;
   const int64_t cache_floats = static_cast<int64_t>(vec_fields_.size()) * iters * V_;
-  const bool cached = p_.chunk == 0 && cache_floats <= kRowCacheFloatsPerThread && !vec_fields_.empty();
+  int64_t slot_bytes = 0;  // one vector of every cached input
+  for (const auto& [in, field] : vec_fields_) slot_bytes += V_ * ByteSize(in->dtype());
+  const int64_t shared_bytes = slot_bytes * iters * threads;
+  const bool shared = !column_ && p_.smem && p_.chunk == 0 && !vec_fields_.empty() && shared_bytes <= kMaxSharedCacheBytes;
+  const bool cached =
+      p_.chunk == 0 && !vec_fields_.empty() && (shared || (!p_.smem && cache_floats <= kRowCacheFloatsPerThread));
   if (p_.chunk == 0 && !cached && !vec_fields_.empty()) {
-    notes_.push_back(absl::StrCat("does not fit the register cache (", cache_floats, " floats per thread): streamed"));
+    notes_.push_back(p_.smem ? absl::StrCat("does not fit the shared-memory cache (", shared_bytes, " bytes): streamed")
+                             : absl::StrCat("does not fit the register cache (", cache_floats,
+                                            " floats per thread): streamed"));
   }
-  notes_.push_back(cached ? absl::StrCat("cached in registers: ", iters, " x ", V_, " per thread")
-                          : absl::StrCat("streamed from global memory, ", pl_.levels + 1, " passes at most",
-                                         pl_.online_max.empty() ? "" : ", online max+sum"));
+  if (shared) {
+    // Prefetch / LoadShared: the cached inputs of one slot, each input's slots together.
+    int64_t before = 0;
+    std::string prefetch, load;
+    for (const Node* in : r_.inputs) {
+      auto field = vec_fields_.find(in);
+      if (field == vec_fields_.end()) continue;
+      KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
+      const int64_t bytes = V_ * ByteSize(in->dtype());
+      const std::string at = absl::StrCat("smem + ", before, "LL * slots + slot * ", bytes, "LL");
+      const std::string type = StorageTypeName(in->dtype());
+      absl::StrAppend(&prefetch, "    kiln::CopyVecAsync<", type, ", ", V_, ">(", at, ", ", in_names_.at(in), " + ", index,
+                      ");\n");
+      absl::StrAppend(&load, "    kiln::LoadVec<", type, ", ", V_, ">(reinterpret_cast<const ", type, "*>(", at, "), x.",
+                      field->second, ");\n");
+      before += bytes;
+    }
+    absl::StrAppend(&functions_,
+                    "  __device__ __forceinline__ void Prefetch(long long r, long long c0, char* smem, int slot, "
+                    "int slots) const {\n",
+                    prefetch, "  }\n",
+                    "  __device__ __forceinline__ void LoadShared(const char* smem, int slot, int slots, Vec& x) "
+                    "const {\n",
+                    load, "  }\n");
+  }
+  notes_.push_back(shared   ? absl::StrCat("cached in shared memory: ", iters, " x ", V_, " per thread, ", shared_bytes,
+                                           " bytes per block (cp.async)")
+                   : cached ? absl::StrCat("cached in registers: ", iters, " x ", V_, " per thread")
+                            : absl::StrCat("streamed from global memory, ", pl_.levels + 1, " passes at most",
+                                           pl_.online_max.empty() ? "" : ", online max+sum"));
   if (p_.split > 1) notes_.push_back(absl::StrCat("split over ", p_.split, " blocks (cooperative launch)"));
   for (const Node* red : pl_.reductions) {
     if (pl_.picks.count(red)) notes_.push_back(red->name() + ": one-hot row sum read as one element per row");
@@ -460,8 +494,9 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     const int64_t step = static_cast<int64_t>(threads) * V_;
     const int unroll = !cached && p_.chunk > 0 && p_.chunk % step == 0 ? static_cast<int>(std::clamp<int64_t>(p_.chunk / step, 1, 8)) : 1;
     call = absl::StrCat("kiln::RowKernel<Body, kiln::RowShape<", p_.block_size, ", ", threads, ", ", V_, ", ",
-                        cached ? iters : 0, ", ", unroll, ", ", p_.split, ">>(body, count, ",
+                        cached ? iters : 0, ", ", unroll, ", ", p_.split, shared ? ", 1" : "", ">>(body, count, ",
                         ks.has_scratch ? "scratch" : "nullptr", ");");
+    if (shared) ks.launch.dynamic_smem_bytes = static_cast<int>(shared_bytes);
     ks.count = pl_.space.outer;
     ks.count_meaning = "rows";
     ks.launch.items_per_block = p_.block_size / threads;

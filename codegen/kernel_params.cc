@@ -19,6 +19,7 @@ std::string KernelParams::ToString() const {
   if (warps != 0) absl::StrAppend(&s, " warps=", warps);
   if (min_blocks != 0) absl::StrAppend(&s, " min_blocks=", min_blocks);
   if (wgmma) absl::StrAppend(&s, " wgmma");
+  if (smem) absl::StrAppend(&s, " smem");
   return s;
 }
 
@@ -53,6 +54,10 @@ absl::Status ValidateParams(const KernelParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": tiles, stages and warps are >= 0 (warps at most 32)"));
   }
+  if (p.smem && (p.chunk != 0 || p.rows_per_block != 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "KernelParams ", p.ToString(), ": a shared-memory cache needs a cached row (chunk=0) and a block per row"));
+  }
   return absl::OkStatus();
 }
 
@@ -67,12 +72,6 @@ int ThreadsForShortRow(int64_t n, int vector_width) {
   int g = 4;
   while (g < 32 && g < vectors) g *= 2;
   return g;
-}
-
-int RoundDownPow2(int64_t v) {
-  int p = 1;
-  while (p * 2 <= v) p *= 2;
-  return p;
 }
 
 // Every input and output is the whole space or one element: a vector may cross rows, so the
@@ -162,30 +161,27 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   const int64_t share = fit.share;
   p.vector_width = VectorWidthFor(region, 0);
   p.split = fit.split;
+  if (fit.shared) {  // the row share in the block's shared memory, over the threads the rule chose
+    p.block_size = static_cast<int>(fit.threads);
+    p.smem = true;
+    // As many blocks as the shared memory lets reside: the registers the compiler may take
+    // must not allow fewer (unbounded, it hoists shared loads into 100 registers per thread).
+    // At most 1536 threads' worth: 42 registers a thread, what the kernel needs unspilled.
+    p.min_blocks = std::min(fit.blocks_per_sm, 1536 / p.block_size);
+    if (p.min_blocks <= 1) p.min_blocks = 0;
+    return p;
+  }
   if (share <= 1024 && fit.split == 1) {
     // A warp per row, or part of one for short rows: enough lanes for one vector each.
     p.block_size = 256;
     p.rows_per_block = p.block_size / ThreadsForShortRow(share, p.vector_width);
-  } else if (fit.split > 1) {
-    // A split row's blocks must all be resident: the threads the rule spread the share over
-    // (at most 512, two blocks per SM), not more.
-    p.block_size = static_cast<int>(std::clamp<int64_t>(fit.threads, 128, 512));
-    p.rows_per_block = 1;
   } else {
-    p.block_size = std::clamp(RoundDownPow2(share / p.vector_width / 4), 128, 1024);
+    // A block per row (or per share of a split row): the threads the launch rule chose.
+    p.block_size = static_cast<int>(fit.threads);
     p.rows_per_block = 1;
   }
-  // The one launch rule, shared with the cost model (passes/cost/row_fit.h); a cached row
-  // gets at least the threads the rule spread it over.
-  if (fit.on_chip) {
-    if (p.rows_per_block == 1) p.block_size = std::max<int>(p.block_size, static_cast<int>(fit.threads));
-    p.chunk = 0;
-  } else {
-    // Streamed rows: 512 threads (at 1024 the unrolled online loop spills on sm_90), two
-    // vectors per thread per loop step.
-    if (p.rows_per_block == 1) p.block_size = std::min(p.block_size, 512);
-    p.chunk = ThreadsPerRow(p) * p.vector_width * 2;
-  }
+  // Streamed rows take two vectors per thread per loop step.
+  p.chunk = fit.on_chip ? 0 : ThreadsPerRow(p) * p.vector_width * 2;
   return p;
 }
 
@@ -241,6 +237,8 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     p.block_size = block;
     if (d.rows_per_block != 1) p.rows_per_block = block / g;
     if (p.chunk > 0) p.chunk = ThreadsPerRow(p) * p.vector_width * 2;
+    // A shared cache takes the same bytes per block whatever its threads: the same residency.
+    if (d.min_blocks > 0) p.min_blocks = std::min(d.min_blocks, 1536 / block);
     add(p);
   }
   if (d.rows_per_block != 1 && g < 32) {  // a whole warp per row instead of part of one
@@ -253,18 +251,30 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     KernelParams p = d;  // the other caching choice
     const int64_t tpr = ThreadsPerRow(p);
     p.chunk = d.chunk == 0 ? tpr * p.vector_width * 2 : 0;
+    p.smem = false;
+    p.min_blocks = 0;
     const int64_t per_thread = (region.reduce->fit.share + tpr - 1) / tpr;
     if (p.chunk > 0 || per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread) add(p);
   }
-  if (d.block_size <= 512) {  // more resident blocks per SM (the compiler keeps fewer registers)
+  if (d.block_size <= 512 && !d.smem) {  // more resident blocks per SM (the compiler keeps fewer registers)
     KernelParams p = d;
     p.min_blocks = 1536 / d.block_size;
     add(p);
+  }
+  if (d.rows_per_block == 1 && d.chunk == 0) {  // the row share in shared memory or in registers
+    KernelParams p = d;
+    p.smem = !d.smem;
+    p.min_blocks = 0;
+    const int64_t tpr = ThreadsPerRow(p);
+    const int64_t per_thread = (region.reduce->fit.share + tpr - 1) / tpr;
+    if (p.smem || per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread) add(p);
   }
   if (d.split > 1) {  // fewer or more blocks per row
     for (int split : {d.split / 2, d.split * 2}) {
       KernelParams p = d;
       p.split = split;
+      // Half the blocks per row: twice a shared cache per block, half as many resident.
+      if (split < d.split && d.min_blocks > 0) p.min_blocks = d.min_blocks / 2 > 1 ? d.min_blocks / 2 : 0;
       if (split >= 1 && region.reduce->space.reduced / split >= 1024) add(p);
     }
   }

@@ -12,6 +12,8 @@
 //                   passes; > 0 = the row is streamed from global memory, `chunk` elements per
 //                   loop step (a multiple of threads-per-row x vector_width; the multiple is
 //                   the loop's unroll factor)
+//   smem            row kernels with chunk 0 and a block per row: the cache is the block's
+//                   dynamic shared memory (raw bytes, cp.async) instead of registers
 //   split           reduction kernels: blocks that share one row (or one reduced extent),
 //                   combining their partial results deterministically; 1 = none
 //   tile_m, tile_n  tiled kinds: the tile's extents; elementwise regions that stage a transposed
@@ -46,9 +48,10 @@ struct KernelParams {
   int stages = 0, warps = 0;
   int min_blocks = 0;  // __launch_bounds__'s minimum resident blocks per SM (0: none)
   bool wgmma = false;
+  bool smem = false;
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
-  // (" split=4", " tile=64x64", " stages=2", " warps=4", " min_blocks=2", " wgmma").
+  // (" split=4", " tile=64x64", " stages=2", " warps=4", " min_blocks=2", " wgmma", " smem").
   std::string ToString() const;
   // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).
   uint64_t Hash() const;

@@ -77,6 +77,41 @@ __device__ __forceinline__ void LoadVec(const T* __restrict__ p, C (&out)[V]) {
   }
 }
 
+// Copies the V elements p[0..V) as raw bytes to shared memory at `dst` without passing them
+// through registers: cp.async (sm_80+) in naturally aligned chunks of 4, 8 or 16 bytes (same
+// alignment rule as LoadVec; `dst` aligned alike), plain copies for 1- and 2-byte vectors.
+// The copies complete at AsyncCopyWait(); only the issuing thread may rely on them then.
+template <class T, int V>
+__device__ __forceinline__ void CopyVecAsync(void* dst, const T* __restrict__ p) {
+  constexpr int kTotal = V * static_cast<int>(sizeof(T));
+  constexpr int kBytes = kTotal < 16 ? kTotal : 16;
+  static_assert(kTotal % kBytes == 0, "a vector is a whole number of chunks");
+  using ChunkT = typename Chunk<kBytes>::Type;
+#pragma unroll
+  for (int k = 0; k < kTotal / kBytes; ++k) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if constexpr (kBytes >= 4) {
+      const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(static_cast<char*>(dst) + k * kBytes));
+      if constexpr (kBytes == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(reinterpret_cast<const ChunkT*>(p) + k));
+      } else {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(reinterpret_cast<const ChunkT*>(p) + k),
+                     "n"(kBytes));
+      }
+      continue;
+    }
+#endif
+    static_cast<ChunkT*>(dst)[k] = reinterpret_cast<const ChunkT*>(p)[k];
+  }
+}
+
+// Waits for this thread's CopyVecAsync copies.
+__device__ __forceinline__ void AsyncCopyWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
 // One chunk stored by one instruction. Through the store intrinsics for 8 and 16 bytes: a
 // plain assignment of a chunk assembled from 16-bit elements (or after reads from shared
 // memory) can be split by the compiler into 4-byte stores (seen in the tiled transpose kernel:

@@ -19,8 +19,11 @@
 // Vectors of kV elements start on kV-element boundaries of the row space, so a row whose start
 // is not one (N not a multiple of kV) has a head and a tail of fewer than kV elements, taken
 // one element at a time (Step1/Store1). With kCacheIters > 0 each thread keeps its vectors of
-// the row-shaped inputs in registers across the levels (the row is read once); otherwise each
-// level streams the row again (a max and sum(e^(x - max)) share one pass, online).
+// the row-shaped inputs on chip across the levels (the row is read once): in registers, or with
+// kSharedCache in dynamic shared memory as raw bytes copied there by cp.async (a block's row
+// share then costs no registers, so several blocks, and rows, are resident per SM and one
+// block's reduction overlaps another's loads). Otherwise each level streams the row again (a
+// max and sum(e^(x - max)) share one pass, online).
 // Every reduction is deterministic: fixed shuffle trees, fixed-order merges, no float atomics.
 #pragma once
 
@@ -268,8 +271,11 @@ __device__ __forceinline__ void SplitLeave(unsigned* counters, int split_count) 
 
 // ---- the kernel -----------------------------------------------------------------------------
 // Launch shape, all compile-time: threads per block, threads per row, vector width, vectors
-// per thread cached in registers (0: streamed), the streamed loop's unroll, blocks per row.
-template <int kBlock_, int kThreadsPerRow_, int kV_, int kCacheIters_, int kUnroll_, int kSplit_>
+// per thread cached on chip (0: streamed), the streamed loop's unroll, blocks per row, and
+// whether the cache is in shared memory (kCacheIters x kBlock slots of Body::kCacheBytes,
+// the launch's dynamic shared memory) rather than in registers.
+template <int kBlock_, int kThreadsPerRow_, int kV_, int kCacheIters_, int kUnroll_, int kSplit_,
+          int kSharedCache_ = 0>
 struct RowShape {
   static constexpr int kBlock = kBlock_;
   static constexpr int kThreadsPerRow = kThreadsPerRow_;
@@ -278,6 +284,7 @@ struct RowShape {
   static constexpr int kUnroll = kUnroll_;
   static constexpr int kSplit = kSplit_;
   static constexpr int kRowsPerBlock = kBlock / kThreadsPerRow;
+  static constexpr bool kSharedCache = kSharedCache_ != 0;
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
   static_assert(kThreadsPerRow == kBlock || (kThreadsPerRow >= 4 && kThreadsPerRow <= 32 &&
                                              (kThreadsPerRow & (kThreadsPerRow - 1)) == 0),
@@ -285,6 +292,37 @@ struct RowShape {
   static_assert(kSplit >= 1 && (kSplit == 1 || kThreadsPerRow == kBlock), "a split row is owned by whole blocks");
   static_assert(kV >= 1 && kV <= 16 && (kV & (kV - 1)) == 0, "a vector is a power of two of elements");
   static_assert(kUnroll >= 1 && kUnroll <= 8, "the streamed loop unrolls 1 to 8 times");
+  static_assert(!kSharedCache || (kCacheIters > 0 && kThreadsPerRow == kBlock),
+                "a shared-memory cache holds the row share of a whole block");
+};
+
+// A group's cached vectors of its row share. In registers: an array of Vec. In shared memory:
+// slot s = k * kThreadsPerRow + t holds the thread's k-th vector; cached input i keeps its
+// slots together (byte B_i * kSlots + s * b_i, b_i its vector's bytes, B_i those of the inputs
+// before it), so a warp's accesses are consecutive. A thread reads only the slots it copied:
+// no barrier, only its own AsyncCopyWait.
+template <class Body, class Shape, bool kShared = Shape::kSharedCache>
+struct RowCache {
+  typename Body::Vec v[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
+  __device__ __forceinline__ void Fill(const Body& body, long long r, long long c0, int k, int) {
+    body.Load(r, c0, v[k]);
+  }
+  __device__ __forceinline__ void Wait() const {}
+  __device__ __forceinline__ const typename Body::Vec& Get(const Body&, int k, int) const { return v[k]; }
+};
+template <class Body, class Shape>
+struct RowCache<Body, Shape, true> {
+  static constexpr int kSlots = Shape::kCacheIters * Shape::kThreadsPerRow;
+  char* smem;
+  __device__ __forceinline__ void Fill(const Body& body, long long r, long long c0, int k, int t) const {
+    body.Prefetch(r, c0, smem, k * Shape::kThreadsPerRow + t, kSlots);
+  }
+  __device__ __forceinline__ void Wait() const { AsyncCopyWait(); }
+  __device__ __forceinline__ typename Body::Vec Get(const Body& body, int k, int t) const {
+    typename Body::Vec x;
+    body.LoadShared(smem, k * Shape::kThreadsPerRow + t, kSlots, x);
+    return x;
+  }
 };
 
 // Where one group's share of a row lies: whole vectors [vbegin, vend) starting at element
@@ -341,14 +379,14 @@ struct StorePass {
 // register cache or loaded), pass.Element for each head and tail element it takes.
 template <class Body, class Shape, class Pass>
 __device__ __forceinline__ void ForRow(const Body& body, const RowSpan& span, long long r, int t,
-                                       const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                       const RowCache<Body, Shape>& cache,
                                        const Pass& pass) {
   constexpr int kT = Shape::kThreadsPerRow, kV = Shape::kV;
   if constexpr (Shape::kCacheIters > 0) {
 #pragma unroll
     for (int k = 0; k < Shape::kCacheIters; ++k) {
       const long long j = span.vbegin + static_cast<long long>(k) * kT + t;
-      if (j < span.vend) pass.Vector(span.head + j * kV, cache[k]);
+      if (j < span.vend) pass.Vector(span.head + j * kV, cache.Get(body, k, t));
     }
   } else {
 #pragma unroll Shape::kUnroll
@@ -380,7 +418,7 @@ __device__ __forceinline__ constexpr unsigned PassIndex() {
 // then the per-row values that became computable.
 template <int L, class Body, class Shape>
 __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
-                                         int t, const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                         int t, const RowCache<Body, Shape>& cache,
                                          unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
   using Acc = typename Body::template AccOf<L>::Type;
   Acc acc;
@@ -401,7 +439,7 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
 
 template <int L, class Body, class Shape>
 __device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
-                                          int t, const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                          int t, const RowCache<Body, Shape>& cache,
                                           unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
   if constexpr (L <= Body::kLevels) {
     RowLevel<L, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
@@ -415,6 +453,10 @@ __device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& 
 //   kExchangeWords (the largest level's accumulator, in words), the types Vec (the cached
 //   row-shaped inputs of one vector), Row (per-row values) and AccOf<L>::Type, and
 //     Load(r, c0, Vec&)                   the cached inputs at columns [c0, c0 + kV)
+//   and with a shared-memory cache kCacheBytes (the raw bytes of one vector of every cached
+//   input) and
+//     Prefetch(r, c0, smem, slot, slots)  CopyVecAsync of those inputs into their slot
+//     LoadShared(smem, slot, slots, Vec&) the slot's vectors, widened
 //     BeginRow(r, Row&)                   per-row values of level 0
 //     Init(Acc&) / Merge(Acc&, const Acc&) the identity and the (commutative) merge
 //     Step(const Row&, Acc&, const Vec&, r, c0) / Step1(const Row&, Acc&, r, c)
@@ -429,6 +471,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
   constexpr int kT = Shape::kThreadsPerRow;
   constexpr int kSmemWords = 32 * (Body::kExchangeWords > 2 ? Body::kExchangeWords : 2);
   __shared__ unsigned smem[kSmemWords];
+  extern __shared__ __align__(16) char shared_cache[];  // kSharedCache: the row share
   const int t = threadIdx.x % kT;
   const int group = threadIdx.x / kT;
   const int split = static_cast<int>(blockIdx.x % Shape::kSplit);
@@ -447,13 +490,15 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
     const bool active = r0 + group < rows;
     const long long r = active ? r0 + group : rows - 1;
     const RowSpan span = SpanOf<Body, Shape>(r, split);
-    typename Body::Vec cache[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
+    RowCache<Body, Shape> cache;
+    if constexpr (Shape::kSharedCache) cache.smem = shared_cache;
     if constexpr (Shape::kCacheIters > 0) {
 #pragma unroll
       for (int k = 0; k < Shape::kCacheIters; ++k) {
         const long long j = span.vbegin + static_cast<long long>(k) * kT + t;
-        if (j < span.vend) body.Load(r, span.head + j * Shape::kV, cache[k]);
+        if (j < span.vend) cache.Fill(body, r, span.head + j * Shape::kV, k, t);
       }
+      cache.Wait();
     }
     unsigned* barrier = barrier_base ? barrier_base + 3 * r : nullptr;
     unsigned* slots = slots_base ? slots_base + r * Body::kLevels * (Shape::kSplit + 1) * Body::kExchangeWords : nullptr;

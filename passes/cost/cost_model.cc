@@ -126,12 +126,14 @@ RunTimeEstimate TrafficAndWork(const Region& region) {
   return e;
 }
 
-double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads) {
+double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t resident_per_sm) {
   if (device.sm_bytes_per_us <= 0 || device.sm_count <= 0) return device.dram_bytes_per_us;
   blocks = std::max<int64_t>(blocks, 1);
   const int64_t sms = std::min<int64_t>(blocks, device.sm_count);
   // Threads on a busy SM: its share of the blocks, as many as are resident at half occupancy.
-  const int64_t per_sm = std::min<int64_t>((blocks + sms - 1) / sms, std::max<int64_t>(1, 1024 / threads));
+  int64_t cap = std::max<int64_t>(1, 1024 / threads);
+  if (resident_per_sm > 0) cap = std::min(cap, resident_per_sm);
+  const int64_t per_sm = std::min<int64_t>((blocks + sms - 1) / sms, cap);
   const double fill = std::min(1.0, static_cast<double>(per_sm * threads) / kSaturatingThreadsPerSm);
   return std::min(device.dram_bytes_per_us, static_cast<double>(sms) * device.sm_bytes_per_us * fill);
 }

@@ -21,6 +21,11 @@ DeviceSpec H100Spec() {
   s.launch_us = 3.0;                     // chosen: typical gap between back-to-back small
                                          // kernels on Hopper without CUDA graphs (estimate)
   s.grid_sync_us = 1.0;                  // estimate: a global-memory flag round trip (~2 x 0.5 us)
+  s.lone_block_phase_us = 1.3;           // fitted on the lent H100 (bench/zoo.py, L2 flushed,
+                                         // 2026-11-24): softmax over 1024 rows of 32000 bf16,
+                                         // rows in registers at 128 registers x 512 threads (one
+                                         // block per SM): 56.9 us measured, 46.7 predicted
+                                         // without it, over 8 rows per SM
   s.f32_flops_per_us = 60e6;             // 67 TFLOP/s FP32 datasheet (SXM5) x 0.9 (estimate)
   s.sfu_ops_per_us = 132 * 16 * 1.83e3;  // 16 MUFU ops/clk/SM (sm_90 throughput table) at 1830 MHz
   s.index_ops_per_us = 2.0e6;            // fitted on the lent H100 (bench/zoo.py, L2 flushed): the

@@ -24,6 +24,9 @@ struct DeviceSpec {
   int64_t registers_per_sm = 0;       // 32-bit registers
   double launch_us = 0;               // cost of one kernel launch in a stream of launches
   double grid_sync_us = 0;            // blocks of one launch waiting for each other once
+  double lone_block_phase_us = 0;     // a block that holds its row on chip alone on its SM: per
+                                      // row, the time its load -> reduce -> store phases leave
+                                      // the SM's memory pipe idle (other resident blocks hide it)
   double f32_flops_per_us = 0;        // CUDA-core FP32 (FMA counted as 2)
   double sfu_ops_per_us = 0;          // transcendental (MUFU) operations
   double index_ops_per_us = 0;        // 64-bit integer divisions or remainders by a constant (index

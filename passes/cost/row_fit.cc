@@ -36,6 +36,12 @@ int64_t ColumnRegisters(int64_t cached, int vector, const ReducePlacement& place
   return cached + kBaseRegisters + 2 * words * vector;
 }
 
+int64_t RoundDownPow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
 int64_t RoundUpPow2(int64_t v) {
   int64_t p = 1;
   while (p < v) p *= 2;
@@ -56,25 +62,49 @@ int VectorElements(const Region& region, int64_t must_divide) {
   return v;
 }
 
+namespace {
+
+// Blocks per SM that the registers a thread needs and the shared memory a block takes allow
+// (0: a block does not fit at all), at most `cap`.
+int64_t BlocksPerSm(const DeviceSpec& device, int64_t threads, int64_t registers, int64_t smem_bytes, int64_t cap) {
+  if (registers > 255) return 0;
+  int64_t n = std::min(cap, device.registers_per_sm > 0 ? device.registers_per_sm / (registers * threads) : cap);
+  if (smem_bytes > 0 && device.smem_per_sm_bytes > 0) {
+    if (device.smem_per_block_bytes > 0 && smem_bytes > device.smem_per_block_bytes) return 0;
+    n = std::min(n, device.smem_per_sm_bytes / (smem_bytes + 1024));  // 1 KB per block is reserved
+  }
+  return n;
+}
+
+}  // namespace
+
+double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t registers, int64_t smem_bytes) {
+  const int64_t per_sm = BlocksPerSm(device, threads, registers, smem_bytes, 2048 / threads);
+  if (per_sm != 1) return 0;
+  return std::ceil(static_cast<double>(blocks) / static_cast<double>(std::max(device.sm_count, 1))) *
+         device.lone_block_phase_us;
+}
+
 // The time the model gives a reduction launch: every byte once at the bandwidth its blocks draw
 // (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
-// when the blocks' shares in flight fit in half of it), and for split rows the blocks' waits
-// for each other once per level and wave of resident blocks.
+// when the blocks' shares in flight fit in half of it), for split rows the blocks' waits for
+// each other once per level and wave of resident blocks, and a lone on-chip block's phases.
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
-                   int64_t split, int levels, int64_t registers) {
-  // Resident blocks per SM: half occupancy, fewer where the registers a thread needs do not
-  // leave room for them; a block whose threads cannot all have them would spill: not a shape.
-  const int64_t by_registers = device.registers_per_sm > 0 ? device.registers_per_sm / (registers * threads) : 2;
-  if (by_registers < 1 || registers > 255) return std::numeric_limits<double>::infinity();
-  const int64_t resident = std::max<int64_t>(device.sm_count, 1) *
-                           std::max<int64_t>(1, std::min<int64_t>(1024 / threads, by_registers));
-  const double bandwidth = DrawnBandwidth(device, blocks, threads);
+                   int64_t split, int levels, int64_t registers, int64_t smem_bytes, bool phases) {
+  // Resident blocks per SM: half occupancy, fewer where the registers a thread needs or the
+  // shared memory a block takes do not leave room for them; a block whose threads cannot all
+  // have their registers would spill: not a shape.
+  const int64_t per_sm = BlocksPerSm(device, threads, registers, smem_bytes, std::max<int64_t>(1, 1024 / threads));
+  if (per_sm < 1) return std::numeric_limits<double>::infinity();
+  const int64_t resident = std::max<int64_t>(device.sm_count, 1) * per_sm;
+  const double bandwidth = DrawnBandwidth(device, blocks, threads, per_sm);
   const int64_t in_flight = reread_bytes / std::max<int64_t>(blocks, 1) * std::min(blocks, resident);
   const bool from_l2 = device.l2_bytes > 0 && in_flight * 2 <= device.l2_bytes && device.l2_bytes_per_us > 0;
   const double waves = std::ceil(static_cast<double>(blocks) / static_cast<double>(resident));
   return static_cast<double>(bytes) / bandwidth +
          static_cast<double>(reread_bytes) / (from_l2 ? device.l2_bytes_per_us : bandwidth) +
-         (split > 1 ? waves * levels * device.grid_sync_us : 0.0);
+         (split > 1 ? waves * levels * device.grid_sync_us : 0.0) +
+         (phases ? LonePhaseUs(device, blocks, threads, registers, smem_bytes) : 0.0);
 }
 
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
@@ -107,7 +137,8 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
       const int64_t threads = block / lanes;  // along K
       for (int64_t split = 1; split <= 512 && (split == 1 || K >= split * threads); split *= 2) {
         const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * fit.vector;
-        const bool cached = per_thread <= kRowCacheFloatsPerThread;
+        // One pass reads everything once either way: caching would only take registers.
+        const bool cached = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
         const int passes = cached ? 1 : streamed_passes;
         const double price =
             LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split, placement.levels,
@@ -120,6 +151,9 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         fit.per_thread = per_thread;
         fit.on_chip = cached;
         fit.passes = passes;
+        fit.blocks_per_sm = static_cast<int>(BlocksPerSm(device, block, ColumnRegisters(cached ? per_thread : 0,
+                                                                                        fit.vector, placement),
+                                                         0, 1024 / block));
       }
     }
   }
@@ -130,9 +164,68 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
       "columns [%d | %d | %d]: %d lanes of %d along i x %d threads along K, %d tile%s%s; %d values per thread %s",
       space.outer, K, I, fit.lanes, fit.vector, fit.threads, tiles, tiles == 1 ? "" : "s",
       fit.split > 1 ? absl::StrFormat(" split over %d blocks each", fit.split) : "", fit.per_thread,
-      fit.on_chip ? "kept in registers" : absl::StrFormat("do not fit: streamed, %d passes", fit.passes));
+      fit.on_chip                          ? "kept in registers"
+      : streamed_passes == 1               ? "read once, streamed (one pass: caching would only take registers)"
+      : absl::StrFormat("do not fit: streamed, %d passes", fit.passes));
   return fit;
 }
+
+namespace {
+
+// The shared-memory cache for a block-per-row region (templates/row_reduce.cuh, kSharedCache):
+// the region's row, or each share of it over 1 to 1024 blocks, as raw bytes in one block's
+// dynamic shared memory. Taken, replacing `fit`, when the model prices it clearly (3%) below
+// `current`, the register or streamed fit's price; `stores`: the region has row-shaped outputs.
+bool TryShared(const Region& region, const ReducePlacement& placement, const DeviceSpec& device, int64_t row_bytes,
+               bool stores, double current, RowFit& fit) {
+  const int64_t limit = std::min(kMaxSharedCacheBytes, device.smem_per_block_bytes - 2048);
+  if (device.smem_per_block_bytes <= 0 || limit <= 0) return false;
+  const int64_t rows = placement.space.outer, length = placement.space.reduced;
+  const int vector = VectorElements(region, 0);
+  int64_t slot_bytes = 0;  // one vector of every cached input
+  for (const Node* in : region.inputs) {
+    if (IsCachedRowInput(placement, in)) slot_bytes += vector * ByteSize(in->dtype());
+  }
+  if (slot_bytes == 0) return false;
+  double best = current * 0.97;
+  bool taken = false;
+  for (int64_t split = fit.split; split <= 1024; split *= 2) {
+    if (split > 1 && (length + split - 1) / split < kMinSplitShare) break;
+    const int64_t vectors = (length / vector + split - 1) / split;  // as codegen/emit_reduce.cc counts
+    int64_t threads = 128;
+    while (threads < 512 && vectors > 8 * threads) threads *= 2;
+    const int64_t iters = (vectors + threads - 1) / threads;
+    const int64_t smem = iters * threads * slot_bytes;
+    if (smem > limit) continue;
+    const int64_t registers = kBaseRegisters + vector;
+    const double p = LaunchPrice(device, row_bytes, 0, rows * split, threads, split, placement.levels, registers, smem,
+                                 stores);
+    if (p >= best) continue;
+    best = p;
+    taken = true;
+    fit.split = static_cast<int>(split);
+    fit.share = (length + split - 1) / split;
+    fit.threads = threads;
+    fit.per_thread = iters * vector;
+    fit.smem_bytes = smem;
+    fit.phase_us = stores ? LonePhaseUs(device, rows * split, threads, registers, smem) : 0;
+  }
+  if (!taken) return false;
+  fit.shared = true;
+  fit.on_chip = true;
+  fit.passes = 1;
+  fit.online_max_sum = false;
+  const int64_t per_sm = std::min<int64_t>(2048 / fit.threads, device.smem_per_sm_bytes / (fit.smem_bytes + 1024));
+  fit.blocks_per_sm = static_cast<int>(per_sm);
+  fit.reason = absl::StrFormat(
+      "row of %d%s kept in shared memory: %d bytes per block (%d threads x %d values, cp.async), %d block%s per SM, "
+      "read once (the model: %.1f us of row reads, waits and phases against %.1f us in registers or streamed)",
+      length, fit.split > 1 ? absl::StrFormat(" split over %d blocks (%d rows)", fit.split, rows) : "", fit.smem_bytes,
+      fit.threads, fit.per_thread, per_sm, per_sm == 1 ? "" : "s", best, current);
+  return true;
+}
+
+}  // namespace
 
 bool IsCachedRowInput(const ReducePlacement& placement, const Node* input) {
   const Placement& p = placement.Of(input);
@@ -178,7 +271,8 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     const int passes = cached ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
     const int64_t blocks = length > kWarpRowMax ? rows * split : (rows + 7) / 8;
     return LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, blocks, max_threads, split, placement.levels,
-                       (cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0) + kBaseRegisters);
+                       (cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0) + kBaseRegisters, 0,
+                       cached && row_outputs);
   };
   if (length > kWarpRowMax && rereads && !fits(fit.split)) {
     int64_t split = fit.split;
@@ -204,15 +298,37 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
       fit.threads *= 2;
     }
     fit.threads = std::min(fit.threads, max_threads);
+    fit.on_chip = PerThread(n, fit.row_inputs, fit.threads) <= kRowCacheFloatsPerThread;
+    // The block the kernel runs (codegen/kernel_params.cc takes it from here): about four
+    // vectors per thread, at least the threads the cache needs, at most 512 (at 1024 the
+    // unrolled online loop spills on sm_90, and 48 registers besides a cache leave none);
+    // a split row's blocks all resident, so at most 512 too.
+    const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / VectorElements(region, 0) / 4), kMinBlockThreads, 512);
+    if (fit.split > 1) {
+      fit.threads = std::clamp<int64_t>(fit.threads, kMinBlockThreads, 512);
+    } else {
+      fit.threads = fit.on_chip ? std::max(fit.threads, wide) : std::min<int64_t>(wide, 512);
+    }
     fit.per_thread = PerThread(n, fit.row_inputs, fit.threads);
-    fit.on_chip = fit.per_thread <= kRowCacheFloatsPerThread;
   }
   const std::string budget =
       absl::StrFormat("%d f32 values per thread x %d threads", kRowCacheFloatsPerThread,
                       n <= kWarpRowMax ? kWarp : max_threads);
+  if (n > kWarpRowMax) {
+    const int passes = fit.on_chip ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
+    const int64_t registers = (fit.on_chip ? fit.per_thread : 0) + kBaseRegisters;
+    const double current = LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, rows * fit.split, fit.threads,
+                                       fit.split, placement.levels, registers, 0, fit.on_chip && row_outputs);
+    if (TryShared(region, placement, device, row_bytes, row_outputs, current, fit)) return fit;
+    fit.blocks_per_sm = static_cast<int>(BlocksPerSm(device, fit.threads, registers, 0, 1024 / fit.threads));
+    if (fit.on_chip && row_outputs) fit.phase_us = LonePhaseUs(device, rows * fit.split, fit.threads, registers, 0);
+  }
   if (fit.on_chip) {
-    fit.reason = absl::StrFormat("%s fits the register budget of %s: %d per thread over %d threads", what, budget,
-                                 fit.per_thread, fit.threads);
+    fit.reason = absl::StrFormat("%s fits the register budget of %s: %d per thread over %d threads%s", what, budget,
+                                 fit.per_thread, fit.threads,
+                                 fit.phase_us > 0 ? absl::StrFormat(" (one block per SM: +%.1f us of unoverlapped "
+                                                                    "load, reduce and store phases)", fit.phase_us)
+                                                  : "");
     return fit;
   }
   fit.online_max_sum = !placement.online_max.empty();

@@ -33,12 +33,25 @@ namespace kiln {
 // Per-thread budget, in f32 values, of row-shaped inputs cached in registers by a row kernel
 // (64 of the 255 registers a thread may use, leaving room for addressing and the prologue).
 inline constexpr int64_t kRowCacheFloatsPerThread = 64;
+// The most dynamic shared memory a row kernel's shared-memory cache takes: the largest opt-in
+// block allowance of the GPUs we target (227 KB on sm_90) less 2 KB for the kernel's own
+// static shared memory. A device's smaller allowance (DeviceSpec::smem_per_block_bytes) rules
+// where it has one.
+inline constexpr int64_t kMaxSharedCacheBytes = (227 - 2) * 1024;
 // Blocks per SM a split aims for, and the smallest share of a row one block takes.
 inline constexpr int64_t kSplitTargetBlocksPerSm = 2;
 inline constexpr int64_t kMinSplitShare = 4096;
 
 struct RowFit {
   int split = 1;               // blocks that share one row (column tile)
+  bool shared = false;         // on chip in the block's shared memory (cp.async), not registers
+  int64_t smem_bytes = 0;      // shared: the dynamic shared memory a block takes
+  int blocks_per_sm = 0;       // blocks of a block-per-row (or column) kernel that its registers
+                               // or shared memory let reside on an SM, at most 1024 / threads
+                               // (shared: at most 2048 / threads, and the kernel's
+                               // __launch_bounds__ minimum, which caps its registers); 0: unknown
+  double phase_us = 0;         // on chip with one block per SM: its unoverlapped phases, in all
+                               // (DeviceSpec::lone_block_phase_us per wave)
   int lanes = 0;               // column reductions: threads along the inner axes (each kV columns)
   int vector = 1;              // column reductions: the vector width along the inner axes
   int64_t share = 0;           // elements of a row one block (or group) takes: ceil(N / split)
@@ -63,11 +76,19 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
 
 // The model's time for a reduction launch of `blocks` blocks of `threads`: `bytes` once, the
 // `reread_bytes` of extra streamed passes (from L2 when what is in flight fits in half of it),
-// and the waits of split rows (once per level and wave of resident blocks, which the
-// `registers` a thread needs can make fewer). Infinite for a block whose threads cannot all
-// have their registers (it would spill).
+// the waits of split rows (once per level and wave of resident blocks, which the `registers`
+// a thread needs and the `smem_bytes` a block takes can make fewer), and for a kernel that
+// holds its rows on chip and stores row-shaped outputs (`phases`) LonePhaseUs. Infinite for a
+// block whose threads cannot all have their registers (it would spill) or whose shared memory
+// does not fit an SM.
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
-                   int64_t split, int levels, int64_t registers);
+                   int64_t split, int levels, int64_t registers, int64_t smem_bytes = 0, bool phases = false);
+// A block that loads its row share, reduces it and then stores its row-shaped outputs reads
+// and writes in turn, not at once, unless another block on the SM fills the gaps: where
+// registers or shared memory let only one block per SM be resident, lone_block_phase_us per
+// wave; else 0. (A block that only reduces streams its loads without a gap: measured at 0.96
+// of the floor with one block per SM, row_max_vocab32000_bf16.)
+double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t registers, int64_t smem_bytes);
 // 16 bytes / the smallest element among the region's inputs and outputs (at most 8), halved
 // until it divides `must_divide` (0: no constraint).
 int VectorElements(const Region& region, int64_t must_divide);

@@ -69,11 +69,13 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   const int64_t rows = placement.space.outer;
   e.blocks = fit.split > 1 ? rows * fit.split : placement.space.reduced <= 1024 ? (rows + 7) / 8 : rows;
   const int64_t threads = fit.threads <= 32 ? 256 : fit.threads;
-  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads), 1, e);
+  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm), 1, e);
   if (fit.split > 1) {  // the blocks of a row wait for each other once per level
     e.launch_us += placement.levels * device.grid_sync_us;
     e.total_us += placement.levels * device.grid_sync_us;
   }
+  e.launch_us += fit.phase_us;  // a lone on-chip block per SM (row_fit.h: LonePhaseUs)
+  e.total_us += fit.phase_us;
   return e;
 }
 
@@ -110,7 +112,8 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   }
   const int64_t tiles = s.outer * ((s.inner + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   e.blocks = tiles * fit.split;
-  FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes), 1, e);
+  FinishEstimate(device, device.f32_flops_per_us,
+                 DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes, fit.blocks_per_sm), 1, e);
   if (fit.split > 1) {
     e.launch_us += placement.levels * device.grid_sync_us;
     e.total_us += placement.levels * device.grid_sync_us;

@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <set>
 
+#include "absl/strings/str_cat.h"
+#include "codegen/kernel_params.h"
 #include "gtest/gtest.h"
+#include "passes/fusion/reduce_placement.h"
 #include "passes/fusion/region_kind.h"
 #include "runtime/nvrtc_compile.h"
 #include "tests/codegen/codegen_test_util.h"
@@ -83,6 +86,54 @@ TEST(ExamplesNvrtcTest, EveryExampleCompilesWhole) {
     for (const LoweredRegion& r : compiled->lowered.regions) {
       const bool kernel = KindInfo(r.kind).lowering == Lowering::kKernel;
       EXPECT_EQ(r.kernels.size(), kernel ? 1u : 0u) << path << " region " << r.region;
+    }
+  }
+}
+
+// Rows kept in shared memory (row_reduce.cuh's kSharedCache): the launch rule takes it for
+// long rows with row-shaped outputs, whole or split, with one or two cached inputs and rows
+// that are not a multiple of the vector; every candidate of those regions compiles without
+// spills and, bounded by the residency the cache allows, within its register share.
+TEST(ExamplesNvrtcTest, SharedMemoryRowCacheCompiles) {
+  const std::vector<std::string> graphs = {
+      R"(graph g(x: bf16[1024,32000]) {
+        y: bf16[1024,32000] = softmax(x) {axis = 1}
+        return y
+      })",
+      R"(graph g(x: f32[32,262144], w: f32[262144], b: f32[262144]) {
+        y: f32[32,262144] = layer_norm(x, w, b) {axis = 1, eps = 1e-05}
+        return y
+      })",
+      R"(graph g(x: f16[512,50257], res: f16[512,50257], w: f16[50257]) {
+        h: f16[512,50257] = add(x, res)
+        y: f16[512,50257] = rms_norm(h, w) {axis = 1, eps = 1e-06}
+        return y, h
+      })",
+  };
+  std::set<std::string> seen;
+  for (const std::string& text : graphs) {
+    Analysis a = testing_codegen::AnalyzeText(text);
+    for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+      ASSERT_EQ(r->kind, RegionKind::kRowReduction);
+      const KernelParams d = DefaultParams(*r, a.plan.device);
+      EXPECT_TRUE(d.smem) << r->reduce->fit.reason;
+      bool registers_variant = false;
+      for (const KernelParams& p : CandidateParams(*r, a.plan.device)) {
+        registers_variant |= !p.smem && p.chunk == 0;
+        auto ks = EmitKernel(*r, p);
+        ASSERT_TRUE(ks.ok()) << ks.status();
+        if (p.smem) {
+          EXPECT_GT(ks->launch.dynamic_smem_bytes, 0) << p.ToString();
+          EXPECT_LE(ks->launch.dynamic_smem_bytes, kMaxSharedCacheBytes) << p.ToString();
+        }
+        CompileAndReport(absl::StrCat("shared cache r", r->id, " ", p.ToString()), *ks, &seen);
+        if (p.smem && p.min_blocks > 0) {
+          auto compiled = CompileCuda(ks->name, ks->source, "sm_90a");
+          ASSERT_TRUE(compiled.ok());
+          EXPECT_LE(compiled->registers * p.block_size * p.min_blocks, 65536) << p.ToString();
+        }
+      }
+      EXPECT_TRUE(registers_variant) << "the tuner may also try the row in registers";
     }
   }
 }

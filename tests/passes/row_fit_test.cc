@@ -41,6 +41,14 @@ Row ProductSum(int64_t n, int inputs, const char* dtype = "f32") {
                                     params, body, dtype, acc));
 }
 
+// The maximum of each row of [4096, n]: one pass, only a per-row output.
+Row RowMax(int64_t n, const char* dtype) {
+  return WholeGraph(absl::StrFormat(R"(graph g(x: %1$s[4096,%2$d]) {
+    m: %1$s[4096] = reduce_max(x) {axes = [1], keep_dims = false}
+    return m
+  })", dtype, n));
+}
+
 // Decomposed softmax over [4096, n]: one row-shaped input and a row-shaped output.
 Row Softmax(int64_t n, const char* dtype) {
   return WholeGraph(absl::StrFormat(R"(graph g(x: %1$s[4096,%2$d]) {
@@ -56,19 +64,48 @@ Row Softmax(int64_t n, const char* dtype) {
 TEST(RowFitTest, ABf16SoftmaxRowOf8192FitsOn128Threads) {
   Row r = Softmax(8192, "bf16");
   RowFit fit = r.region.reduce->fit;
-  // 128 threads x 8 vectors of 8 = 8192: 64 values per thread, the budget exactly.
+  // 128 threads x 8 vectors of 8 = 8192 would hold it (64 values per thread, the budget
+  // exactly); the kernel runs about four vectors per thread, 256 threads of 32 values.
   EXPECT_TRUE(fit.on_chip);
-  EXPECT_EQ(fit.threads, 128);
-  EXPECT_EQ(fit.per_thread, 64);
+  EXPECT_FALSE(fit.shared);
+  EXPECT_EQ(fit.threads, 256);
+  EXPECT_EQ(fit.per_thread, 32);
   EXPECT_EQ(fit.passes, 1);
+  EXPECT_EQ(fit.phase_us, 0);  // 256 x (32 + 48) registers: three blocks per SM
   EXPECT_EQ(fit.reason, "row of 8192 bf16 values x 1 input fits the register budget of 64 f32 values per "
-                        "thread x 512 threads: 64 per thread over 128 threads");
+                        "thread x 512 threads: 32 per thread over 256 threads");
+  EXPECT_EQ(DefaultParams(r.region, H100Spec()).block_size, 256);
+}
+
+TEST(RowFitTest, AVocabSoftmaxRowIsKeptInSharedMemory) {
+  // 32000 bf16 in registers needs 512 threads x 64 values: 128 registers, one block per SM,
+  // whose load and store phases do not overlap; in shared memory (64 KB) three blocks fit.
+  Row r = Softmax(32000, "bf16");
+  RowFit fit = r.region.reduce->fit;
+  EXPECT_TRUE(fit.on_chip);
+  EXPECT_TRUE(fit.shared);
+  EXPECT_EQ(fit.split, 1);
+  EXPECT_EQ(fit.threads, 512);
+  EXPECT_EQ(fit.smem_bytes, 65536);
+  EXPECT_EQ(fit.blocks_per_sm, 3);
+  EXPECT_EQ(fit.passes, 1);
+  const KernelParams p = DefaultParams(r.region, H100Spec());
+  EXPECT_TRUE(p.smem);
+  EXPECT_EQ(p.min_blocks, 3);
+  absl::StatusOr<KernelSource> ks = EmitKernel(r.region, p);
+  ASSERT_TRUE(ks.ok()) << ks.status();
+  EXPECT_EQ(ks->launch.dynamic_smem_bytes, 65536);
+  // A plain row maximum has nothing to store: one pass, registers, no phases to hide.
+  RowFit max = RowMax(32000, "bf16").region.reduce->fit;
+  EXPECT_FALSE(max.shared) << max.reason;
+  EXPECT_EQ(max.phase_us, 0);
 }
 
 TEST(RowFitTest, EveryRowShapedInputCountsAgainstTheBudget) {
   // 16384 x 2 inputs over 512 threads: 4 vectors of 8 each, 64 per thread.
   RowFit two = ProductSum(16384, 2).region.reduce->fit;
   EXPECT_TRUE(two.on_chip);
+  EXPECT_FALSE(two.shared);
   EXPECT_EQ(two.threads, 512);
   EXPECT_EQ(two.per_thread, 64);
   // A third input needs 96 per thread: streamed; only a per-row result leaves, so one pass.
@@ -189,7 +226,9 @@ TEST(RowFitTest, TheKernelDoesWhatTheModelPrices) {
         absl::StatusOr<KernelSource> ks = EmitKernel(r.region, params);
         ASSERT_TRUE(ks.ok()) << where << ": " << ks.status();
         bool cached = false;
-        for (const std::string& note : ks->notes) cached |= note.rfind("cached in registers", 0) == 0;
+        for (const std::string& note : ks->notes) {
+          cached |= note.rfind(fit.shared ? "cached in shared memory" : "cached in registers", 0) == 0;
+        }
         EXPECT_EQ(cached, fit.on_chip) << where << "; " << params.ToString();
       }
     }
