@@ -70,11 +70,11 @@ absl::Status ValidateParams(const KernelParams& params);
 //    region's inputs and outputs (at most 8), halved until it divides the innermost extent; or
 //    the LayoutPlan's plain_vector where it has one (passes/fusion/plain_vector.h).
 //  * row reductions: vector as above (any N: rows have a head and a tail); the blocks per row
-//    (split) and whether the row fits on chip are the region's RowFit (the cost model's rule,
-//    passes/cost/row_fit.h); rows (or shares of a split row) of at most 1024 elements go one
-//    per warp (8 rows per 256-thread block); longer ones one per block with block =
-//    clamp(share / V / 4, 128, 1024) rounded to a power of two, at least the threads the rule
-//    needs when cached; else streamed (chunk = threads x V x 2, at most 512 threads).
+//    (split), the block's threads and whether the row is kept on chip, in registers or in
+//    shared memory (smem, with min_blocks the residency that memory allows, at most 1536
+//    threads' worth), are the region's RowFit (the cost model's rule, passes/cost/row_fit.h);
+//    rows (or shares of a split row) of at most 1024 elements go one per warp (8 rows per
+//    256-thread block); streamed rows take chunk = threads x V x 2.
 //  * elementwise regions whose LayoutPlan is tiled: the tiled kernel's DefaultTile
 //    (passes/fusion/layout_access.h; the cost model prices the same tile).
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device);
