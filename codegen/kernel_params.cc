@@ -65,6 +65,18 @@ namespace {
 
 int VectorWidthFor(const Region& region, int64_t inner) { return VectorElements(region, inner); }
 
+// The most threads per SM a __launch_bounds__ minimum asks for: 42 registers a thread, what
+// the row kernels need unspilled (ptxas spills at 32 with 2048).
+constexpr int kMaxBoundedThreadsPerSm = 1536;
+
+// Whether the register cache holds a block-per-row candidate's row share: up to four times
+// the budget (the tuner may try what the rule would not choose; more spills, not errors).
+bool RegisterCacheMayHold(const Region& region, const KernelParams& p) {
+  const int64_t tpr = ThreadsPerRow(p);
+  const int64_t per_thread = (region.reduce->fit.share + tpr - 1) / tpr;
+  return per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread;
+}
+
 // Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
 // [4, 32] that gives each thread about one vector.
 int ThreadsForShortRow(int64_t n, int vector_width) {
@@ -166,8 +178,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.smem = true;
     // As many blocks as the shared memory lets reside: the registers the compiler may take
     // must not allow fewer (unbounded, it hoists shared loads into 100 registers per thread).
-    // At most 1536 threads' worth: 42 registers a thread, what the kernel needs unspilled.
-    p.min_blocks = std::min(fit.blocks_per_sm, 1536 / p.block_size);
+    p.min_blocks = std::min(fit.blocks_per_sm, kMaxBoundedThreadsPerSm / p.block_size);
     if (p.min_blocks <= 1) p.min_blocks = 0;
     return p;
   }
@@ -238,7 +249,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (d.rows_per_block != 1) p.rows_per_block = block / g;
     if (p.chunk > 0) p.chunk = ThreadsPerRow(p) * p.vector_width * 2;
     // A shared cache takes the same bytes per block whatever its threads: the same residency.
-    if (d.min_blocks > 0) p.min_blocks = std::min(d.min_blocks, 1536 / block);
+    if (d.min_blocks > 0) p.min_blocks = std::min(d.min_blocks, kMaxBoundedThreadsPerSm / block);
     add(p);
   }
   if (d.rows_per_block != 1 && g < 32) {  // a whole warp per row instead of part of one
@@ -253,21 +264,18 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     p.chunk = d.chunk == 0 ? tpr * p.vector_width * 2 : 0;
     p.smem = false;
     p.min_blocks = 0;
-    const int64_t per_thread = (region.reduce->fit.share + tpr - 1) / tpr;
-    if (p.chunk > 0 || per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread) add(p);
+    if (p.chunk > 0 || RegisterCacheMayHold(region, p)) add(p);
   }
   if (d.block_size <= 512 && !d.smem) {  // more resident blocks per SM (the compiler keeps fewer registers)
     KernelParams p = d;
-    p.min_blocks = 1536 / d.block_size;
+    p.min_blocks = kMaxBoundedThreadsPerSm / d.block_size;
     add(p);
   }
   if (d.rows_per_block == 1 && d.chunk == 0) {  // the row share in shared memory or in registers
     KernelParams p = d;
     p.smem = !d.smem;
     p.min_blocks = 0;
-    const int64_t tpr = ThreadsPerRow(p);
-    const int64_t per_thread = (region.reduce->fit.share + tpr - 1) / tpr;
-    if (p.smem || per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread) add(p);
+    if (p.smem || RegisterCacheMayHold(region, p)) add(p);
   }
   if (d.split > 1) {  // fewer or more blocks per row
     for (int split : {d.split / 2, d.split * 2}) {

@@ -27,6 +27,9 @@ int64_t PerThread(int64_t n, int64_t inputs, int64_t threads) {
 // Registers a reduction kernel's thread needs besides its cache: addressing, loop state and
 // arithmetic (~48, read off ptxas reports of the row kernels).
 constexpr int64_t kBaseRegisters = 48;
+// Registers of a row kernel whose cache is in shared memory, bounded by the residency that
+// memory allows (ptxas, sm_90a, 2026-11-24: 32 to 40 at 512 threads and 3 blocks per SM).
+constexpr int64_t kSharedCacheRegisters = 40;
 
 // A column thread also keeps a vector of per-column accumulators and values (a word or two per
 // reduction and per-column value, for each of its kV lanes).
@@ -197,7 +200,7 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
     const int64_t iters = (vectors + threads - 1) / threads;
     const int64_t smem = iters * threads * slot_bytes;
     if (smem > limit) continue;
-    const int64_t registers = kBaseRegisters + vector;
+    const int64_t registers = kSharedCacheRegisters;
     const double p = LaunchPrice(device, row_bytes, 0, rows * split, threads, split, placement.levels, registers, smem,
                                  stores);
     if (p >= best) continue;
@@ -215,7 +218,7 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
   fit.on_chip = true;
   fit.passes = 1;
   fit.online_max_sum = false;
-  const int64_t per_sm = std::min<int64_t>(2048 / fit.threads, device.smem_per_sm_bytes / (fit.smem_bytes + 1024));
+  const int64_t per_sm = BlocksPerSm(device, fit.threads, kSharedCacheRegisters, fit.smem_bytes, 2048 / fit.threads);
   fit.blocks_per_sm = static_cast<int>(per_sm);
   fit.reason = absl::StrFormat(
       "row of %d%s kept in shared memory: %d bytes per block (%d threads x %d values, cp.async), %d block%s per SM, "
@@ -307,7 +310,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     if (fit.split > 1) {
       fit.threads = std::clamp<int64_t>(fit.threads, kMinBlockThreads, 512);
     } else {
-      fit.threads = fit.on_chip ? std::max(fit.threads, wide) : std::min<int64_t>(wide, 512);
+      fit.threads = fit.on_chip ? std::max(fit.threads, wide) : wide;
     }
     fit.per_thread = PerThread(n, fit.row_inputs, fit.threads);
   }
