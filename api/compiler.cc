@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <algorithm>
 
 #include "absl/strings/match.h"
@@ -12,18 +13,27 @@
 #include "frontends/json/json_graph.h"
 #include "frontends/onnx/onnx_import.h"
 #include "ir/base/status.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
 
 namespace kiln {
 absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const LoadOptions& options) {
-  if (absl::EndsWith(path, ".json")) {
-    if (!options.shapes.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": --shape binds ONNX symbolic dimensions; a kiln JSON ",
-                                                     "graph's shapes are static"));
-    }
-    return ImportJsonGraphFile(path);
+  const bool json = absl::EndsWith(path, ".json"), text = absl::EndsWith(path, ".kir");
+  if ((json || text) && !options.shapes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": --shape binds ONNX symbolic dimensions; a kiln ",
+                                                   json ? "JSON" : "IR text", " graph's shapes are static"));
+  }
+  if (json) return ImportJsonGraphFile(path);
+  if (text) {  // the IR text form (ir/printer.h): what kiln_graph_diff saves
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraph(bytes.str());
+    if (!graph.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", graph.status().message()));
+    return graph;
   }
   if (absl::EndsWith(path, ".onnx")) {
     OnnxImportOptions onnx;
@@ -31,7 +41,7 @@ absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const 
     return ImportOnnxFile(path, onnx);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(path, ": unknown graph format; expected a .json (kiln) or .onnx file"));
+      absl::StrCat(path, ": unknown graph format; expected a .json (kiln), .onnx or .kir (kiln IR text) file"));
 }
 
 DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
