@@ -34,6 +34,8 @@ absl::StatusOr<std::unique_ptr<Graph>> PromoteTo32(const Graph& g) {
     } else if (n->op() == OpKind::kConstant) {
       KILN_ASSIGN_OR_RETURN(made, out->AddConstant(n->name(), *n->value()));
       KILN_ASSIGN_OR_RETURN(made, up(made));
+    } else if (n->op() == OpKind::kCast && n->operand(0)->dtype() == n->dtype()) {
+      made = map.at(n->operand(0));  // a cast to the dtype it has is the identity (canonicalize folds it)
     } else {
       std::vector<Node*> operands;
       for (Node* o : n->operands()) operands.push_back(map.at(o));

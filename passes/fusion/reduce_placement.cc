@@ -299,6 +299,13 @@ absl::Status Placer::Levels() {
         if (NumElements(xp.Part(x->shape(), 1)) != out_.space.reduced) {
           return Unplaceable(absl::StrCat("reduction ", n->name(), " reduces a tensor broadcast along the row"));
         }
+        // It must reduce exactly the reduced group: a reduction that also reduces outer or
+        // inner axes (a whole-tensor max next to a column mean) needs every row's values,
+        // which no one row of the kernel has.
+        if (p.reduced() || p.outer() != xp.outer() || p.inner() != xp.inner()) {
+          return Unplaceable(absl::StrCat("reduction ", n->name(), " reduces other axes than the reduced group of ",
+                                          out_.space.ToString()));
+        }
         out_.reductions.push_back(n);
         ++level;
       } else if (n->num_elements() == 1) {

@@ -28,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,8 +78,28 @@ Verdict Fail(Verdict::Kind kind, const std::string& stage, const absl::Status& s
   return Verdict{kind, absl::StrCat(stage, ": ", status.message()), 0, 0, {}};
 }
 
-// The outputs `got` against `want`, output by output, at the graph tolerance of the output's
-// dtype (ir/compare.h) widened per element by the graph's own sensitivity to rounding: twice
+// The graph tolerance (ir/compare.h) of the least precise dtype `node` is computed in: its own
+// or any computed value's it depends on (an f32 cast of a bf16 attention keeps the error of
+// the bf16 probabilities inside it).
+Tolerance PathTolerance(const Node* node) {
+  Tolerance tol = GraphTolerance(node->dtype());
+  std::vector<const Node*> stack = {node};
+  std::set<const Node*> seen;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second || n->op() == OpKind::kInput || n->op() == OpKind::kConstant) continue;
+    if (IsFloat(n->dtype())) {
+      const Tolerance t = GraphTolerance(n->dtype());
+      tol.atol = std::max(tol.atol, t.atol);
+      tol.rtol = std::max(tol.rtol, t.rtol);
+    }
+    for (const Node* o : n->operands()) stack.push_back(o);
+  }
+  return tol;
+}
+
+// The outputs `got` against `want`, output by output, at PathTolerance, widened per element by the graph's own sensitivity to rounding: twice
 // |whole - stored|, where `whole` is the graph evaluated in f32 and `stored` the graph with
 // every value rounded to its dtype (the interpreter as the graph is written). A well
 // conditioned element gets almost nothing extra; where the graph amplifies rounding (a norm
@@ -95,7 +116,7 @@ std::optional<Verdict> CompareAll(const Graph& g, const std::vector<Tensor>& got
     if (a.dtype() != w.dtype() || a.shape() != w.shape()) {
       return Verdict{Verdict::kError, absl::StrCat(what, ": output ", g.outputs()[i].name, " has the wrong type"), 0, 0, {}};
     }
-    const Tolerance tol = GraphTolerance(w.dtype());
+    const Tolerance tol = PathTolerance(g.outputs()[i].node);
     int64_t bad = 0, worst = -1;
     double worst_excess = 0;
     for (int64_t e = 0; e < w.num_elements(); ++e) {
