@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/base/status.h"
@@ -51,7 +52,7 @@ std::string AttrValueToString(const AttrValue& value) {
     case AttrType::kBool: return std::get<bool>(value) ? "true" : "false";
     case AttrType::kInt: return absl::StrCat(std::get<int64_t>(value));
     case AttrType::kFloat: return FloatToString(std::get<double>(value));
-    case AttrType::kString: return absl::StrCat("\"", std::get<std::string>(value), "\"");
+    case AttrType::kString: return absl::StrCat("\"", absl::CEscape(std::get<std::string>(value)), "\"");
     case AttrType::kInts:
       return absl::StrCat("[", absl::StrJoin(std::get<std::vector<int64_t>>(value), ", "), "]");
   }

@@ -22,6 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "ir/base/status.h"
 #include "ir/dtype.h"
@@ -109,10 +110,13 @@ absl::StatusOr<std::vector<Token>> Lex(absl::string_view text) {
       token.kind = TokenKind::kNumber;
     } else if (c == '"') {
       end = i + 1;
-      while (end < text.size() && text[end] != '"' && text[end] != '\n') ++end;
+      while (end < text.size() && text[end] != '"' && text[end] != '\n') end += text[end] == '\\' ? 2 : 1;
       if (end >= text.size() || text[end] != '"') return ErrorAt(pos, "unterminated string");
       token.kind = TokenKind::kString;
-      token.text = std::string(text.substr(i + 1, end - i - 1));
+      std::string error;  // C escapes, as the printer writes them (absl::CEscape)
+      if (!absl::CUnescape(text.substr(i + 1, end - i - 1), &token.text, &error)) {
+        return ErrorAt(pos, absl::StrCat("bad escape in string: ", error));
+      }
       ++end;
     } else if (std::string("(){}[],:=-").find(c) != std::string::npos) {
       end = i + 1;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/dtype.h"
@@ -90,7 +91,7 @@ std::string PrintGraph(const Graph& graph) {
   }
   // A name the parser cannot read as an identifier is quoted.
   std::string name = IsValidName(graph.name()) ? graph.name()
-                                               : absl::StrCat("\"", graph.name(), "\"");
+                                               : absl::StrCat("\"", absl::CEscape(graph.name()), "\"");
   std::string out = absl::StrCat("graph ", name, "(", absl::StrJoin(params, ", "), ") {\n");
   for (const Node* node : graph.PostOrder()) {
     if (node->op() == OpKind::kInput) continue;

@@ -367,7 +367,7 @@ absl::Status Range(NodeContext& ctx) {
     double length = std::ceil((limit - start) / delta);
     if (std::isnan(length)) return ctx.Error("start, limit and delta must be finite");
     if (length > kMaxRange) return too_long(absl::StrCat(length));
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(length));
+    const int64_t n = length > 0 ? static_cast<int64_t>(length) : 0;  // (-1e30 would not convert)
     out = Tensor(dtype, {n});
     for (int64_t i = 0; i < n; ++i) out.SetF64(i, start + static_cast<double>(i) * delta);
   }

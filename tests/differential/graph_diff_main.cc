@@ -14,7 +14,8 @@
 // --save DIR/seed-N.kir. --replay FILE... checks such files (inputs from the N in the name).
 //
 //   kiln_graph_diff [--mode plan|compile|gpu] [--seeds FIRST:COUNT] [--shard I/N] [--ops N]
-//                   [--max-elements N] [--arch sm_90a] [--save DIR] [--stats] [--replay FILE...]
+//                   [--max-elements N] [--arch sm_90a] [--save DIR] [--write DIR] [--stats]
+//                   [--replay FILE...]
 //
 // Prints one line per failure and a summary; exit 0 when every graph passed, 1 otherwise, 2
 // for bad arguments.
@@ -63,6 +64,7 @@ struct Options {
   int64_t max_elements = 1 << 16;
   std::string arch = "sm_90a";
   std::string save;
+  std::string write;  // every generated graph as DIR/seed-N.kir (to look at, or to replay)
   bool stats = false;
   std::vector<std::string> replay;
 };
@@ -252,7 +254,8 @@ bool ParseRange(const std::string& s, uint64_t* a, uint64_t* b, char sep) {
 int Usage(const std::string& why) {
   std::cerr << "kiln_graph_diff: " << why
             << "\nusage: kiln_graph_diff [--mode plan|compile|gpu] [--seeds FIRST:COUNT] [--shard I/N] [--ops N]\n"
-               "                       [--max-elements N] [--arch ARCH] [--save DIR] [--stats] [--replay FILE...]\n";
+               "                       [--max-elements N] [--arch ARCH] [--save DIR] [--write DIR] [--stats]\n"
+               "                       [--replay FILE...]\n";
   return 2;
 }
 
@@ -285,6 +288,8 @@ int Main(int argc, char** argv) {
       o.arch = next();
     } else if (a == "--save") {
       o.save = next();
+    } else if (a == "--write") {
+      o.write = next();
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--replay") {
@@ -337,6 +342,10 @@ int Main(int argc, char** argv) {
       std::cout << "seed " << seed << ": ERROR generator: " << g.status().message() << "\n";
       ++errors;
       continue;
+    }
+    if (!o.write.empty()) {
+      std::filesystem::create_directories(o.write);
+      std::ofstream(absl::StrCat(o.write, "/seed-", seed, ".kir")) << PrintGraph(**g);
     }
     Verdict v = Check(**g, seed, o);
     record(absl::StrCat("seed ", seed), v, **g);

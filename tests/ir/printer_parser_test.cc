@@ -156,6 +156,24 @@ void ExpectConstantRoundTrips(DType dtype, const std::vector<T>& elements) {
   EXPECT_EQ(PrintGraph(**parsed), text);
 }
 
+// A JSON graph may be named anything (the fuzzer found a name with a newline); the text form
+// escapes it, as it does string attributes, and reads it back.
+TEST(PrinterParserTest, NamesAndStringsWithAnyCharacterRoundTrip) {
+  Graph g("dr::::op\nout \"quoted\" back\\slash");
+  auto x = g.AddInput("x", DType::kF32, {2});
+  ASSERT_TRUE(x.ok());
+  auto y = g.AddNode(OpKind::kNeg, {*x});
+  ASSERT_TRUE(y.ok());
+  ASSERT_TRUE(g.AddOutput(*y).ok());
+  const std::string text = PrintGraph(g);
+  EXPECT_EQ(text.find('\n'), text.find(") {\n") + 3) << text;  // the name stays on its line
+  auto parsed = ParseGraph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  EXPECT_EQ((*parsed)->name(), g.name());
+  EXPECT_EQ(PrintGraph(**parsed), text);
+  EXPECT_FALSE(ParseGraph("graph \"bad \\q\"(x: f32[1]) {\n  return x\n}\n").ok());
+}
+
 TEST(PrinterParserTest, ConstantDataRoundTripsBitForBit) {
   const float inf = std::numeric_limits<float>::infinity();
   ExpectConstantRoundTrips<float>(
