@@ -158,6 +158,16 @@ std::vector<Tensor> InOrder(const Graph& g, std::map<std::string, Tensor>& input
   return v;
 }
 
+// The exit-code contract (docs/cli.md): a bad graph is exit 2 whatever the machine, so the
+// GPU commands read and verify it before they look for a GPU (exit 1 without one).
+bool InputIsBad(const std::string& command, const ParsedArgs& args, int* exit_code) {
+  if (LooksLikeArtifact(args.positional[0])) return false;
+  LoadedGraph loaded = LoadAndVerify(command, args.positional[0], &args);
+  if (loaded.graph) return false;
+  *exit_code = loaded.exit_code;
+  return true;
+}
+
 }  // namespace
 
 int CompileCommand(const std::vector<std::string>& raw) {
@@ -227,6 +237,7 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
   if (!args.ok()) return UsageError("run", std::string(args.status().message()));
   int code = kExitOk;
   if (!OneGraph("run", *args, &code)) return code;
+  if (InputIsBad("run", *args, &code)) return code;
   if (!HaveGpu()) {
     return Error("run", "no GPU (or no driver): use `kiln run --reference` for the CPU interpreter", kExitFailure);
   }
@@ -298,6 +309,7 @@ int BenchCommand(const std::vector<std::string>& argv) {
   if (!OneGraph("bench", *args, &code)) return code;
   absl::StatusOr<int> reps = PositiveIntFlag(*args, "reps", 50);
   if (!reps.ok()) return UsageError("bench", std::string(reps.status().message()));
+  if (InputIsBad("bench", *args, &code)) return code;
   if (!HaveGpu()) return Error("bench", "no GPU (or no driver)", kExitFailure);
   absl::StatusOr<Target> target = LoadTarget("bench", *args, &code);
   if (!target.ok()) return code != kExitOk ? code : Error("bench", std::string(target.status().message()), kExitFailure);
@@ -339,6 +351,7 @@ int TuneCommand(const std::vector<std::string>& argv) {
   if (!OneGraph("tune", *args, &code)) return code;
   absl::StatusOr<int> reps = PositiveIntFlag(*args, "reps", 15);
   if (!reps.ok()) return UsageError("tune", std::string(reps.status().message()));
+  if (InputIsBad("tune", *args, &code)) return code;
   if (!HaveGpu()) return Error("tune", "no GPU (or no driver): tuning times kernels on the GPU", kExitFailure);
   LoadedGraph loaded = LoadAndVerify("tune", args->positional[0], &*args);
   if (!loaded.graph) return loaded.exit_code;

@@ -260,6 +260,20 @@ void KernelCache::WriteEntry(const std::string& key, const CompiledCuda& compile
   if (written.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.disk_writes;
+    return;
+  }
+  // A read-only or full directory (or a path that cannot be one) degrades to the memory
+  // layer: said once per cache, in every build, since every later kernel will be compiled
+  // again by the next process; each failure is listed under KILN_DUMP=cache.
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = !warned_unwritable_;
+    warned_unwritable_ = true;
+  }
+  if (first) {
+    Report(absl::StrCat("warning: cannot write to ", directory_, " (", written.message(),
+                        "); kernels compiled now are kept in memory only"));
   } else if (DumpsCache()) {
     Report(absl::StrCat("not written for kernel ", compiled.kernel_name, ": ", written.message()));
   }

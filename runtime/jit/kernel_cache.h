@@ -9,7 +9,8 @@
 // with a header (magic, format version, key, payload length, payload checksum) that is checked
 // on read: a truncated, corrupt or foreign entry is reported (CacheStats::corrupt, and a line
 // on stderr when KILN_DUMP contains "cache") and recompiled, never trusted. KILN_CACHE_DIR=off
-// (or an unwritable directory) disables the disk layer without failing.
+// disables the disk layer; an unwritable (read-only, full) directory degrades to memory only
+// with one warning on stderr, without failing.
 #ifndef KILN_RUNTIME_JIT_KERNEL_CACHE_H_
 #define KILN_RUNTIME_JIT_KERNEL_CACHE_H_
 
@@ -97,6 +98,7 @@ class KernelCache {
   std::set<std::string> in_flight_;   // keys being read from disk or compiled
   std::unordered_map<std::string, CompiledCuda> memory_;
   CacheStats stats_;
+  bool warned_unwritable_ = false;  // the one warning of WriteEntry
 };
 
 }  // namespace kiln

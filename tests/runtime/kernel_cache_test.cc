@@ -263,11 +263,19 @@ TEST(KernelCache, UnwritableDirectoryIsNotAnError) {
   const std::string file = dir + "/a_file";
   WriteFile(file, "not a directory");
   KernelCache cache(file + "/cache");  // cannot be created, even by root
+  ::testing::internal::CaptureStderr();
   auto compiled = cache.GetOrCompile(Tiny(), kArch);
+  auto second = cache.GetOrCompile(Tiny(1), kArch);
+  const std::string log = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(compiled->origin, "nvrtc");
   EXPECT_EQ(cache.stats().disk_writes, 0);
   EXPECT_EQ(cache.stats().corrupt, 0);
+  // One warning for the cache, not one per kernel.
+  const size_t at = log.find("warning: cannot write to");
+  EXPECT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find("warning", at + 1), std::string::npos) << log;
 }
 
 TEST(KernelCache, DirectoryFromEnvironment) {

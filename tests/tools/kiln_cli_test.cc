@@ -673,7 +673,7 @@ TEST(KilnCliTest, BadInputIsExitTwoWithOneMessageFromEveryCommand) {
   for (const std::string& file : {(dir / "no_outputs.json").string(), (dir / "malformed.json").string(),
                                   (dir / "unknown_op.json").string(), unsupported_domain}) {
     std::string first_message;
-    for (const std::string command : {"check", "dump", "compile"}) {
+    for (const std::string command : {"check", "dump", "compile", "run", "bench", "tune"}) {
       const std::string extra = command == "compile" ? " --arch sm_90a -o " + Quote((dir / "x.kiln").string()) : "";
       Result r = RunKiln(command + " " + Quote(file) + extra);
       EXPECT_EQ(r.exit_code, 2) << command << " " << file << ": " << r.err;
@@ -684,6 +684,55 @@ TEST(KilnCliTest, BadInputIsExitTwoWithOneMessageFromEveryCommand) {
       EXPECT_EQ(message, first_message) << command << " " << file;
     }
   }
+}
+
+// The rest of the contract: a good graph is 0 from the CPU commands, and the GPU commands
+// say there is no GPU with 1 (or run: 0 where there is one).
+TEST(KilnCliTest, GoodInputIsZeroAndNoGpuIsOne) {
+  const std::string graph = Quote(Example("small/softmax.json"));
+  for (const std::string command : {"check", "dump"}) {
+    Result r = RunKiln(command + " " + graph);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+  }
+  for (const std::string command : {"run", "bench", "tune"}) {
+    Result r = RunKiln(command + " " + graph);
+    if (r.exit_code == 0) continue;  // a GPU machine
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("no GPU"), std::string::npos) << command << ": " << r.err;
+  }
+}
+
+// Eight `kiln compile`s at once on one cache directory: each succeeds, and every entry they
+// leave is whole (entries are renamed into place), so a ninth compile takes every kernel from
+// the disk and finds nothing corrupt.
+TEST(KilnCliTest, EightConcurrentCompilesShareOneCacheDirectory) {
+  const fs::path dir = TestDir();
+  const std::string cache = (dir / "cache").string(), graph = Quote(Example("small/transformer_block.json"));
+  const std::string compile = "env KILN_CACHE_DIR=" + Quote(cache) + " KILN_DUMP=cache " + Quote(KILN_BINARY) +
+                              " compile " + graph + " --arch sm_90a -o ";
+  std::string script;
+  for (int i = 0; i < 8; ++i) {
+    const std::string n = std::to_string(i);
+    script += "(" + compile + Quote((dir / (n + ".kiln")).string()) + " >" + Quote((dir / (n + ".log")).string()) +
+              " 2>&1; echo $? >" + Quote((dir / (n + ".rc")).string()) + ") & ";
+  }
+  ASSERT_EQ(std::system((script + "wait").c_str()), 0);
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream rc(dir / (std::to_string(i) + ".rc")), log(dir / (std::to_string(i) + ".log"));
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    int code = -1;
+    rc >> code;
+    EXPECT_EQ(code, 0) << "compile " << i << ": " << text;
+    EXPECT_EQ(text.find("corrupt"), std::string::npos) << "compile " << i << ": " << text;
+  }
+  FILE* pipe = popen((compile + Quote((dir / "9.kiln").string()) + " 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << out;
+  EXPECT_NE(out.find("kernels: 0 compiled by NVRTC"), std::string::npos) << out;
+  EXPECT_EQ(out.find("corrupt"), std::string::npos) << out;
 }
 
 }  // namespace
