@@ -387,7 +387,11 @@ absl::Status Tile(NodeContext& ctx) {
     split.push_back(x->shape()[d]);
     target.push_back(reps[d]);
     target.push_back(x->shape()[d]);
-    out.push_back(reps[d] * x->shape()[d]);
+    int64_t extent;
+    if (__builtin_mul_overflow(reps[d], x->shape()[d], &extent)) {
+      return ctx.Error(absl::StrCat("repeats ", reps[d], " times extent ", x->shape()[d], " overflows int64"));
+    }
+    out.push_back(extent);
   }
   KILN_ASSIGN_OR_RETURN(Node * y, ctx.Reshape(x, split));
   KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kBroadcastTo, {y}, {{"shape", target}}));

@@ -15,7 +15,7 @@
 //
 //   kiln_graph_diff [--mode plan|compile|gpu] [--seeds FIRST:COUNT] [--shard I/N] [--ops N]
 //                   [--max-elements N] [--arch sm_90a] [--save DIR] [--write DIR] [--stats]
-//                   [--replay FILE...]
+//                   [--no-matmul] [--replay FILE...]
 //
 // Prints one line per failure and a summary; exit 0 when every graph passed, 1 otherwise, 2
 // for bad arguments.
@@ -62,6 +62,7 @@ struct Options {
   int shard = 0, shards = 1;
   std::optional<int> ops;
   int64_t max_elements = 1 << 16;
+  bool matmul = true;
   std::string arch = "sm_90a";
   std::string save;
   std::string write;  // every generated graph as DIR/seed-N.kir (to look at, or to replay)
@@ -222,7 +223,7 @@ absl::StatusOr<std::unique_ptr<Graph>> KeepOutputs(const Graph& graph, const std
 std::unique_ptr<Graph> Minimise(uint64_t seed, int ops, const Options& options, Verdict::Kind kind,
                                 std::unique_ptr<Graph> failing) {
   auto fails = [&](const Graph& g) { return Check(g, seed, options).kind == kind; };
-  RandomGraphOptions generate{ops, options.max_elements};
+  RandomGraphOptions generate{ops, options.max_elements, options.matmul};
   int lo = 0, hi = ops;  // the graph with hi ops fails; find the smallest such
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
@@ -255,7 +256,7 @@ int Usage(const std::string& why) {
   std::cerr << "kiln_graph_diff: " << why
             << "\nusage: kiln_graph_diff [--mode plan|compile|gpu] [--seeds FIRST:COUNT] [--shard I/N] [--ops N]\n"
                "                       [--max-elements N] [--arch ARCH] [--save DIR] [--write DIR] [--stats]\n"
-               "                       [--replay FILE...]\n";
+               "                       [--no-matmul] [--replay FILE...]\n";
   return 2;
 }
 
@@ -290,6 +291,8 @@ int Main(int argc, char** argv) {
       o.save = next();
     } else if (a == "--write") {
       o.write = next();
+    } else if (a == "--no-matmul") {
+      o.matmul = false;
     } else if (a == "--stats") {
       o.stats = true;
     } else if (a == "--replay") {
@@ -337,7 +340,7 @@ int Main(int argc, char** argv) {
   for (uint64_t seed = o.first; seed < o.first + o.count; ++seed) {
     if (static_cast<int>(seed % o.shards) != o.shard) continue;
     const int ops = o.ops.value_or(DefaultOpsForSeed(seed));
-    auto g = RandomGraph(seed, RandomGraphOptions{ops, o.max_elements});
+    auto g = RandomGraph(seed, RandomGraphOptions{ops, o.max_elements, o.matmul});
     if (!g.ok()) {
       std::cout << "seed " << seed << ": ERROR generator: " << g.status().message() << "\n";
       ++errors;

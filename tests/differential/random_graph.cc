@@ -515,6 +515,7 @@ class Generator {
   }
 
   absl::Status Matmul() {
+    if (!options_.matmul) return Unary();
     KILN_ASSIGN_OR_RETURN(Value a, PickFloat());
     KILN_ASSIGN_OR_RETURN(a, Tame(a, 2));
     if (Rank(a) < 2) {
@@ -543,6 +544,7 @@ class Generator {
   }
 
   absl::Status AttentionOp() {
+    if (!options_.matmul) return Unary();  // attention the template does not run lowers to matmuls
     const DType dtype = rng_.Chance(0.85) ? main_dtype_ : DType::kF32;
     const int64_t batch = 1 + rng_.Below(2), heads = rng_.Pick(std::vector<int64_t>{1, 2, 3, 4});
     int64_t sq = rng_.Pick(std::vector<int64_t>{1, 7, 16, 64, 100, 129, 256});

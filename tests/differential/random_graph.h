@@ -30,6 +30,9 @@ namespace kiln {
 struct RandomGraphOptions {
   int ops = 8;                     // ops drawn (the fuel; leaves and taming ops are not counted)
   int64_t max_elements = 1 << 16;  // per tensor; a few "long row" shapes go up to 4x this
+  bool matmul = true;              // false: no matmul and no attention (which may lower to
+                                   // matmuls): compute-sanitizer initcheck does not see
+                                   // cuBLASLt's stores, so it flags every read of their output
 };
 
 // The number of ops a seed's graph gets when the driver does not say: 1 to 12.
