@@ -358,9 +358,10 @@ absl::Status Range(NodeContext& ctx) {
     __int128 span = static_cast<__int128>(limit) - start;
     __int128 n128 = span / delta + (span % delta != 0 && (span < 0) == (delta < 0) ? 1 : 0);
     if (n128 > kMaxRange) return too_long(absl::StrCat(static_cast<double>(n128)));
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(n128));
+    const int64_t n = n128 > 0 ? static_cast<int64_t>(n128) : 0;  // n128 may be below INT64_MIN
     out = Tensor(dtype, {n});
-    for (int64_t i = 0; i < n; ++i) out.SetI64(i, start + i * delta);
+    // start + i * delta lies between start and limit, but i * delta alone can overflow.
+    for (int64_t i = 0; i < n; ++i) out.SetI64(i, static_cast<int64_t>(start + static_cast<__int128>(i) * delta));
   } else {
     double start = v[0]->GetF64(0), limit = v[1]->GetF64(0), delta = v[2]->GetF64(0);
     if (delta == 0) return ctx.Error("delta must not be 0");
