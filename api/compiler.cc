@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <algorithm>
 
 #include "absl/strings/match.h"
@@ -17,6 +16,7 @@
 #include "ir/printer.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
+#include "runtime/file_util.h"
 
 namespace kiln {
 absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const LoadOptions& options) {
@@ -27,11 +27,8 @@ absl::StatusOr<std::unique_ptr<Graph>> LoadGraph(const std::string& path, const 
   }
   if (json) return ImportJsonGraphFile(path);
   if (text) {  // the IR text form (ir/printer.h): what kiln_graph_diff saves
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraph(bytes.str());
+    KILN_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+    absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraph(bytes);
     if (!graph.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", graph.status().message()));
     return graph;
   }

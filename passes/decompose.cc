@@ -124,7 +124,7 @@ Node* Up(Rewriter& rw, Node* x) {
 Node* DecomposeInF32(Graph& graph, Node* node) {
   Rewriter rw(graph, node->name());
   Parts parts{{}, node->attrs()};
-  for (Node* o : node->operands()) parts.operands.push_back(IsFloat(o->dtype()) ? Up(rw, o) : o);
+  for (Node* o : node->operands()) parts.operands.push_back(Up(rw, o));
   Node* y = nullptr;
   switch (node->op()) {
     case OpKind::kSoftmax: case OpKind::kLogSoftmax:

@@ -12,11 +12,12 @@
 //   silu           y = x * sigmoid(x)
 //   cross_entropy  lse = log(sum(exp(x - m))) + m; pick = sum(where(iota == t, x, 0));
 //                  l = where(t != ignore, lse - pick, 0); mean = sum(l) / sum(t != ignore)
-// Over f16/bf16, softmax, log_softmax, the norms and cross_entropy are written in f32 between a
-// cast of each float operand up and a cast of the result down, so their statistics are f32
+// Over f16/bf16, softmax, log_softmax, the norms and cross_entropy are written in f32 between
+// a cast of each 16-bit operand up and a cast of the result down, so their statistics are f32
 // wherever a region boundary stores them (decompose.cc says why); a graph that spells them
-// out in 16-bit ops keeps its own dtypes. Reductions keep dims where the result is broadcast back over the row. Not decomposed:
-// attention (matched as a whole by match_attention) and dropout (its RNG is one op).
+// out in 16-bit ops keeps its own dtypes. Reductions keep dims where the result is broadcast
+// back over the row. Not decomposed: attention (matched as a whole by match_attention) and
+// dropout (its RNG is one op).
 // Where it runs: after the first canonicalize and after match_attention (which matches on the
 // composite softmax, so attention written out must be matched before its softmax goes), and
 // before the second canonicalize, constant_fold and cse, which fold the scalar constants and

@@ -117,8 +117,16 @@ struct Target {
   std::string what;
 };
 
-// GRAPH (compiled now) or FILE.kiln (loaded), loaded onto the GPU.
-absl::StatusOr<Target> LoadTarget(const std::string& command, const ParsedArgs& args, int* exit_code) {
+// The exit-code contract (docs/cli.md): a bad graph is exit 2 whatever the machine, so the
+// GPU commands read and verify GRAPH here, before they look for a GPU (exit 1 without one);
+// an artifact is read by LoadTarget.
+LoadedGraph LoadUnlessArtifact(const std::string& command, const ParsedArgs& args) {
+  if (LooksLikeArtifact(args.positional[0])) return {};
+  return LoadAndVerify(command, args.positional[0], &args);
+}
+
+// GRAPH (`loaded`, compiled now) or FILE.kiln (loaded here), loaded onto the GPU.
+absl::StatusOr<Target> LoadTarget(const ParsedArgs& args, LoadedGraph loaded) {
   const std::string& path = args.positional[0];
   Target t;
   Program program;
@@ -126,11 +134,6 @@ absl::StatusOr<Target> LoadTarget(const std::string& command, const ParsedArgs& 
     KILN_ASSIGN_OR_RETURN(program, LoadArtifact(path));
     t.what = absl::StrCat("artifact ", path, " (", program.arch, ", no NVRTC)");
   } else {
-    LoadedGraph loaded = LoadAndVerify(command, path, &args);
-    if (!loaded.graph) {
-      *exit_code = loaded.exit_code;
-      return absl::CancelledError("reported");
-    }
     KILN_ASSIGN_OR_RETURN(CompileOptions options, CompileOptionsFromFlags(args));
     auto start = std::chrono::steady_clock::now();
     KILN_ASSIGN_OR_RETURN(Compiled compiled, Compile(std::move(loaded.graph), options));
@@ -156,16 +159,6 @@ std::vector<Tensor> InOrder(const Graph& g, std::map<std::string, Tensor>& input
   std::vector<Tensor> v;
   for (const Node* in : g.inputs()) v.push_back(inputs.at(in->name()));
   return v;
-}
-
-// The exit-code contract (docs/cli.md): a bad graph is exit 2 whatever the machine, so the
-// GPU commands read and verify it before they look for a GPU (exit 1 without one).
-bool InputIsBad(const std::string& command, const ParsedArgs& args, int* exit_code) {
-  if (LooksLikeArtifact(args.positional[0])) return false;
-  LoadedGraph loaded = LoadAndVerify(command, args.positional[0], &args);
-  if (loaded.graph) return false;
-  *exit_code = loaded.exit_code;
-  return true;
 }
 
 }  // namespace
@@ -237,12 +230,13 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
   if (!args.ok()) return UsageError("run", std::string(args.status().message()));
   int code = kExitOk;
   if (!OneGraph("run", *args, &code)) return code;
-  if (InputIsBad("run", *args, &code)) return code;
+  LoadedGraph loaded = LoadUnlessArtifact("run", *args);
+  if (loaded.exit_code != kExitOk) return loaded.exit_code;
   if (!HaveGpu()) {
     return Error("run", "no GPU (or no driver): use `kiln run --reference` for the CPU interpreter", kExitFailure);
   }
-  absl::StatusOr<Target> target = LoadTarget("run", *args, &code);
-  if (!target.ok()) return code != kExitOk ? code : Error("run", std::string(target.status().message()), kExitFailure);
+  absl::StatusOr<Target> target = LoadTarget(*args, std::move(loaded));
+  if (!target.ok()) return Error("run", std::string(target.status().message()), kExitFailure);
   std::cout << target->what << "\n";
   const Graph& graph = *target->reference;
   auto inputs = InputsFromFlags("run", graph, *args);
@@ -309,10 +303,11 @@ int BenchCommand(const std::vector<std::string>& argv) {
   if (!OneGraph("bench", *args, &code)) return code;
   absl::StatusOr<int> reps = PositiveIntFlag(*args, "reps", 50);
   if (!reps.ok()) return UsageError("bench", std::string(reps.status().message()));
-  if (InputIsBad("bench", *args, &code)) return code;
+  LoadedGraph loaded = LoadUnlessArtifact("bench", *args);
+  if (loaded.exit_code != kExitOk) return loaded.exit_code;
   if (!HaveGpu()) return Error("bench", "no GPU (or no driver)", kExitFailure);
-  absl::StatusOr<Target> target = LoadTarget("bench", *args, &code);
-  if (!target.ok()) return code != kExitOk ? code : Error("bench", std::string(target.status().message()), kExitFailure);
+  absl::StatusOr<Target> target = LoadTarget(*args, std::move(loaded));
+  if (!target.ok()) return Error("bench", std::string(target.status().message()), kExitFailure);
   std::cout << target->what << "\n";
   const BenchOptions options{*reps, args->Has("flush-l2"), args->Has("cuda-graph")};
   absl::StatusOr<BenchReport> report = BenchExecutable(*target->executable, *target->reference, options);
@@ -351,10 +346,9 @@ int TuneCommand(const std::vector<std::string>& argv) {
   if (!OneGraph("tune", *args, &code)) return code;
   absl::StatusOr<int> reps = PositiveIntFlag(*args, "reps", 15);
   if (!reps.ok()) return UsageError("tune", std::string(reps.status().message()));
-  if (InputIsBad("tune", *args, &code)) return code;
-  if (!HaveGpu()) return Error("tune", "no GPU (or no driver): tuning times kernels on the GPU", kExitFailure);
-  LoadedGraph loaded = LoadAndVerify("tune", args->positional[0], &*args);
+  LoadedGraph loaded = LoadAndVerify("tune", args->positional[0], &*args);  // bad input: 2 on any machine
   if (!loaded.graph) return loaded.exit_code;
+  if (!HaveGpu()) return Error("tune", "no GPU (or no driver): tuning times kernels on the GPU", kExitFailure);
   absl::StatusOr<CompileOptions> options = CompileOptionsFromFlags(*args);
   if (!options.ok()) return Error("tune", std::string(options.status().message()), kExitUsage);
   options->tune = true;

@@ -22,15 +22,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -44,7 +41,6 @@
 #include "ir/base/status.h"
 #include "ir/compare.h"
 #include "ir/interpreter.h"
-#include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/promote.h"
 #include "ir/verifier.h"
@@ -77,8 +73,15 @@ struct Verdict {
   std::map<std::string, int> region_kinds;
 };
 
+Verdict Failed(Verdict::Kind kind, std::string message) {
+  Verdict v;
+  v.kind = kind;
+  v.message = std::move(message);
+  return v;
+}
+
 Verdict Fail(Verdict::Kind kind, const std::string& stage, const absl::Status& status) {
-  return Verdict{kind, absl::StrCat(stage, ": ", status.message()), 0, 0, {}};
+  return Failed(kind, absl::StrCat(stage, ": ", status.message()));
 }
 
 // The graph tolerance (ir/compare.h) of the least precise dtype `node` is computed in: its own
@@ -102,22 +105,23 @@ Tolerance PathTolerance(const Node* node) {
   return tol;
 }
 
-// The outputs `got` against `want`, output by output, at PathTolerance, widened per element by the graph's own sensitivity to rounding: twice
-// |whole - stored|, where `whole` is the graph evaluated in f32 and `stored` the graph with
-// every value rounded to its dtype (the interpreter as the graph is written). A well
-// conditioned element gets almost nothing extra; where the graph amplifies rounding (a norm
-// over a nearly constant row, a bf16 value read back as f32), the allowance is what rounding
-// alone already moves it. NaN matches NaN; an infinity only the same infinity.
+// The outputs `got` against `want`, output by output, at PathTolerance, widened per element
+// by the graph's own sensitivity to rounding: twice |whole - stored|, where `whole` is the
+// graph evaluated in f32 and `stored` the graph with every value rounded to its dtype (the
+// interpreter as the graph is written). A well conditioned element gets almost nothing extra;
+// where the graph amplifies rounding (a norm over a nearly constant row, a bf16 value read
+// back as f32), the allowance is what rounding alone already moves it. NaN matches NaN; an
+// infinity only the same infinity.
 std::optional<Verdict> CompareAll(const Graph& g, const std::vector<Tensor>& got, const std::vector<Tensor>& want,
                                   const std::vector<Tensor>& whole, const std::vector<Tensor>& stored,
                                   const std::string& what) {
   if (got.size() != want.size()) {
-    return Verdict{Verdict::kError, absl::StrCat(what, ": ", got.size(), " outputs, expected ", want.size()), 0, 0, {}};
+    return Failed(Verdict::kError, absl::StrCat(what, ": ", got.size(), " outputs, expected ", want.size()));
   }
   for (size_t i = 0; i < got.size(); ++i) {
     const Tensor &a = got[i], &w = want[i];
     if (a.dtype() != w.dtype() || a.shape() != w.shape()) {
-      return Verdict{Verdict::kError, absl::StrCat(what, ": output ", g.outputs()[i].name, " has the wrong type"), 0, 0, {}};
+      return Failed(Verdict::kError, absl::StrCat(what, ": output ", g.outputs()[i].name, " has the wrong type"));
     }
     const Tolerance tol = PathTolerance(g.outputs()[i].node);
     int64_t bad = 0, worst = -1;
@@ -134,13 +138,12 @@ std::optional<Verdict> CompareAll(const Graph& g, const std::vector<Tensor>& got
       if (worst < 0 || excess > worst_excess) worst = e, worst_excess = excess;
     }
     if (bad) {
-      return Verdict{Verdict::kMismatch,
-                     absl::StrFormat("%s: output %s %s%s: %d of %d elements outside %g + %g|ref| + 2|f32 - stored|; "
+      return Failed(Verdict::kMismatch,
+                    absl::StrFormat("%s: output %s %s%s: %d of %d elements outside %g + %g|ref| + 2|f32 - stored|; "
                                      "worst [%d]: got %g, want %g (f32 %g, stored %g)",
                                      what, g.outputs()[i].name, DTypeName(w.dtype()), ShapeToString(w.shape()), bad,
                                      w.num_elements(), tol.atol, tol.rtol, worst, a.GetF64(worst), w.GetF64(worst),
-                                     whole[i].GetF64(worst), stored[i].GetF64(worst)),
-                     0, 0, {}};
+                                    whole[i].GetF64(worst), stored[i].GetF64(worst)));
     }
   }
   return std::nullopt;
@@ -219,30 +222,40 @@ absl::StatusOr<std::unique_ptr<Graph>> KeepOutputs(const Graph& graph, const std
   return fresh;
 }
 
-// The smallest graph from `seed` that still fails as `failure` did.
-std::unique_ptr<Graph> Minimise(uint64_t seed, int ops, const Options& options, Verdict::Kind kind,
-                                std::unique_ptr<Graph> failing) {
-  auto fails = [&](const Graph& g) { return Check(g, seed, options).kind == kind; };
+struct Minimised {
+  std::unique_ptr<Graph> graph;
+  Verdict verdict;
+};
+
+// The smallest graph from `seed` that still fails as `failing` did, with its verdict.
+Minimised Minimise(uint64_t seed, int ops, const Options& options, Minimised failing) {
+  const Verdict::Kind kind = failing.verdict.kind;
+  auto fails = [&](std::unique_ptr<Graph> g) {
+    Verdict v = Check(*g, seed, options);
+    if (v.kind != kind) return false;
+    failing = Minimised{std::move(g), std::move(v)};
+    return true;
+  };
   RandomGraphOptions generate{ops, options.max_elements, options.matmul};
   int lo = 0, hi = ops;  // the graph with hi ops fails; find the smallest such
   while (lo < hi) {
     const int mid = (lo + hi) / 2;
     generate.ops = mid;
     auto g = RandomGraph(seed, generate);
-    if (g.ok() && fails(**g)) {
+    if (g.ok() && fails(*std::move(g))) {
       hi = mid;
-      failing = *std::move(g);
     } else {
       lo = mid + 1;
     }
   }
-  for (int i = static_cast<int>(failing->outputs().size()) - 1; i >= 0 && failing->outputs().size() > 1; --i) {
+  for (int i = static_cast<int>(failing.graph->outputs().size()) - 1; i >= 0 && failing.graph->outputs().size() > 1;
+       --i) {
     std::vector<int> keep;
-    for (int j = 0; j < static_cast<int>(failing->outputs().size()); ++j) {
+    for (int j = 0; j < static_cast<int>(failing.graph->outputs().size()); ++j) {
       if (j != i) keep.push_back(j);
     }
-    auto smaller = KeepOutputs(*failing, keep);
-    if (smaller.ok() && fails(**smaller)) failing = *std::move(smaller);
+    auto smaller = KeepOutputs(*failing.graph, keep);
+    if (smaller.ok()) fails(*std::move(smaller));
   }
   return failing;
 }
@@ -323,12 +336,9 @@ int Main(int argc, char** argv) {
   };
 
   for (const std::string& path : o.replay) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto g = ParseGraph(text.str());
-    if (!in || !g.ok()) {
-      std::cout << path << ": ERROR cannot read: " << (g.ok() ? "unreadable" : g.status().message()) << "\n";
+    auto g = LoadGraph(path);
+    if (!g.ok()) {
+      std::cout << path << ": ERROR cannot read: " << g.status().message() << "\n";
       ++errors;
       continue;
     }
@@ -353,12 +363,12 @@ int Main(int argc, char** argv) {
     Verdict v = Check(**g, seed, o);
     record(absl::StrCat("seed ", seed), v, **g);
     if (v.kind != Verdict::kPass && !o.save.empty()) {
-      std::unique_ptr<Graph> small = Minimise(seed, ops, o, v.kind, std::move(*g));
+      Minimised small = Minimise(seed, ops, o, Minimised{*std::move(g), v});
       std::filesystem::create_directories(o.save);
       const std::string file = absl::StrCat(o.save, "/seed-", seed, ".kir");
-      std::ofstream(file) << PrintGraph(*small);
-      std::cout << "  minimised to " << small->num_nodes() << " nodes: " << file << "  ("
-                << Check(*small, seed, o).message << ")\n";
+      std::ofstream(file) << PrintGraph(*small.graph);
+      std::cout << "  minimised to " << small.graph->num_nodes() << " nodes: " << file << "  ("
+                << small.verdict.message << ")\n";
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
