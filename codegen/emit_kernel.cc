@@ -20,6 +20,7 @@ constexpr EmitterEntry kEmitters[] = {
     {RegionKind::kRowReduction, codegen_internal::EmitReduceKernel},
     {RegionKind::kColumnReduction, codegen_internal::EmitReduceKernel},
     {RegionKind::kAttention, codegen_internal::EmitAttentionKernel},
+    {RegionKind::kNormMatmul, codegen_internal::EmitNormMatmulKernel},
 };
 
 Emitter EmitterOf(RegionKind kind) {

@@ -10,6 +10,7 @@
 //   row_reduction       emit_reduce.cc      -> templates/row_reduce.cuh RowKernel
 //   column_reduction    emit_reduce.cc      -> templates/column_reduce.cuh ColumnKernel
 //   attention           emit_attention.cc   -> templates/attention.cuh AttentionKernel
+//   norm_matmul         emit_norm_matmul.cc -> templates/norm_matmul.cuh NormMatmulKernel
 // Kinds that run no generated kernel (matmul: cuBLASLt; view: an alias) are refused with an
 // error naming the kind; the kind table (passes/fusion/region_kind.h) says how each runs.
 #ifndef KILN_CODEGEN_EMIT_KERNEL_H_
@@ -30,6 +31,7 @@ bool HasKernel(RegionKind kind);
 
 namespace codegen_internal {
 absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const KernelParams& params);
+absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitElementwiseKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitTiledKernel(const Region& region, const KernelParams& params);
 absl::StatusOr<KernelSource> EmitVectorKernel(const Region& region, const KernelParams& params);

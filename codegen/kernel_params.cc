@@ -7,6 +7,7 @@
 #include "ir/dtype.h"
 #include "passes/fusion/attention_plan.h"
 #include "passes/fusion/layout_access.h"
+#include "passes/fusion/norm_matmul_plan.h"
 #include "passes/fusion/reduce_placement.h"
 
 namespace kiln {
@@ -112,6 +113,17 @@ KernelParams AttentionParams(const AttentionTiles& t) {
   return p;
 }
 
+// The norm_matmul template's tiles as KernelParams: tile_m tokens x tile_n features, warps, stages.
+KernelParams NormMatmulParams(const NormMatmulTiles& t) {
+  KernelParams p;
+  p.block_size = 32 * t.warps;
+  p.tile_m = t.tokens;
+  p.tile_n = t.block_n;
+  p.warps = t.warps;
+  p.stages = t.stages;
+  return p;
+}
+
 // The region runs the tiled transpose kernel (templates/layout.cuh).
 const LayoutPlan* TiledPlan(const Region& region) {
   const bool elementwise = region.kind == RegionKind::kPointwise || region.kind == RegionKind::kLayout;
@@ -146,6 +158,9 @@ void AddTiledCandidates(const LayoutPlan& plan, std::vector<KernelParams>& out) 
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   if (region.kind == RegionKind::kAttention && region.attention) {
     return AttentionParams(DefaultAttentionTiles(*region.attention, device));
+  }
+  if (region.kind == RegionKind::kNormMatmul && region.norm_matmul) {
+    return NormMatmulParams(DefaultNormMatmulTiles(*region.norm_matmul, device));
   }
   KernelParams p;
   if (const LayoutPlan* plan = TiledPlan(region)) return TiledParams(DefaultTile(*plan));
@@ -200,6 +215,13 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
   if (region.kind == RegionKind::kAttention && region.attention) {
     std::vector<KernelParams> out;
     for (const AttentionTiles& t : CandidateAttentionTiles(*region.attention, device)) out.push_back(AttentionParams(t));
+    return out;
+  }
+  if (region.kind == RegionKind::kNormMatmul && region.norm_matmul) {
+    std::vector<KernelParams> out;
+    for (const NormMatmulTiles& t : CandidateNormMatmulTiles(*region.norm_matmul, device)) {
+      out.push_back(NormMatmulParams(t));
+    }
     return out;
   }
   std::vector<KernelParams> out = {DefaultParams(region, device)};

@@ -39,6 +39,7 @@
 #pragma once
 
 #include "kiln_types.cuh"
+#include "mma_sync.cuh"
 
 namespace kiln {
 
@@ -57,68 +58,8 @@ struct AttentionShape {
 
 namespace attn {
 
-// ---- PTX wrappers ---------------------------------------------------------------------------
-__device__ __forceinline__ unsigned SmemAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, cached in L2 only; `valid` false writes 16 zero bytes and reads
-// nothing (rows past the sequence, columns past the head dim).
-__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SmemAddress(smem)), "l"(gmem),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-// Four 8x8 matrices of 16-bit elements from shared memory; lane l gives the address of row
-// l % 8 of matrix l / 8, and receives in r[m] the elements (l / 4, 2 (l % 4) .. +1) of matrix m
-// (of its transpose with .trans).
-__device__ __forceinline__ void LdMatrixX4(unsigned (&r)[4], const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(SmemAddress(smem)));
-}
-__device__ __forceinline__ void LdMatrixX4Trans(unsigned (&r)[4], const void* smem) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(SmemAddress(smem)));
-}
-
-// d += a b for a 16x16 A (row-major fragment a[4]) and a 16x8 B (column-major fragment b0, b1),
-// f32 accumulators: lane l holds d (row l/4, cols 2(l%4)..+1) and (row l/4 + 8, same cols).
-template <class T>
-struct Mma;
-template <>
-struct Mma<__nv_bfloat16> {
-  static __device__ __forceinline__ void Run(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  // Two floats as the low and high halves of one register, round to nearest even.
-  static __device__ __forceinline__ unsigned Pack(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&v);
-  }
-};
-template <>
-struct Mma<__half> {
-  static __device__ __forceinline__ void Run(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  static __device__ __forceinline__ unsigned Pack(float lo, float hi) {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&v);
-  }
-};
+// The PTX wrappers (cp.async, ldmatrix, mma.sync) are mma_sync.cuh's.
+using namespace kiln::mma;  // NOLINT: attn:: code names them unqualified
 
 // 2^x on the special-function unit (ex2.approx.ftz: about 2 ulp; 2^-inf = 0).
 __device__ __forceinline__ float Exp2(float x) {
@@ -168,12 +109,6 @@ __device__ __forceinline__ float TreeSum(const float (&v)[N]) {
 
 __host__ __device__ constexpr int RoundUp16(int x) { return (x + 15) / 16 * 16; }
 
-// A global address for cp.async's zero-filling form, which reads nothing from it.
-__device__ __align__(16) unsigned char zero_fill_source[16];
-template <class T>
-__device__ __forceinline__ const T* ZeroFillSource() {
-  return reinterpret_cast<const T*>(zero_fill_source);
-}
 
 // Partials of one split block (kSplit > 1), per (batch, query block) item of the scratch:
 //   [0, 16)                           the item's arrival counter

@@ -27,6 +27,11 @@ void AnalyzeMatmulRegion(Region& region, const DeviceSpec& device);
 FusionDecision MatmulLegal(const Region& p, const Region& c, const Region& merged);
 RunTimeEstimate PriceMatmul(const Region& region, const DeviceSpec& device);
 
+// kind_norm_matmul.cc.
+void AnalyzeNormMatmul(Region& region, const DeviceSpec& device);
+FusionDecision NormMatmulLegal(const Region& p, const Region& c, const Region& merged);
+RunTimeEstimate PriceNormMatmul(const Region& region, const DeviceSpec& device);
+
 // kind_attention.cc (its analysis, AnalyzeAttention, is attention_plan.h's).
 FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& merged);
 RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device);

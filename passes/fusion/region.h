@@ -26,6 +26,7 @@ enum class RegionKind {
   kRowReduction,     // reductions over the innermost axes, with prologue and epilogue
   kColumnReduction,  // reductions over axes followed by kept axes ([outer, reduced, inner])
   kMatmul,           // cuBLASLt, with bias / residual epilogue
+  kNormMatmul,       // a row normalisation folded into the matmul reading it (norm_matmul.cuh)
   kAttention,        // tiled attention; layout producers/consumers folded into its indexing
   kLayout,           // a copy that could not be folded into a neighbour
   kView,             // reshapes only: an alias of its input, no kernel
@@ -34,6 +35,7 @@ enum class RegionKind {
 struct ReducePlacement;  // passes/fusion/reduce_placement.h
 struct MatmulEpilogue;   // passes/fusion/matmul_epilogue.h
 struct AttentionPlan;    // passes/fusion/attention_plan.h
+struct NormMatmulPlan;   // passes/fusion/norm_matmul_plan.h
 struct LayoutPlan;       // passes/fusion/layout_access.h
 
 // Facts about single nodes the fusion rules need.
@@ -59,6 +61,7 @@ struct Region {
   std::shared_ptr<const ReducePlacement> reduce;  // row_reduction, column_reduction
   std::shared_ptr<const MatmulEpilogue> matmul;   // matmul
   std::shared_ptr<const AttentionPlan> attention; // attention
+  std::shared_ptr<const NormMatmulPlan> norm_matmul;  // norm_matmul
   std::shared_ptr<const LayoutPlan> layout;       // pointwise, layout: reads as affine maps, tiling
   FusionDecision placed = FusionDecision::Allow("placed");
 

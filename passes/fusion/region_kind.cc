@@ -17,6 +17,8 @@ const std::vector<RegionKindInfo>& KindTable() {
        AnalyzeReduction, ColumnLegal, PriceColumn},
       {RegionKind::kMatmul, "matmul", "mm", "cuBLASLt", Lowering::kLibrary, AnalyzeMatmulRegion, MatmulLegal,
        PriceMatmul},
+      {RegionKind::kNormMatmul, "norm_matmul", "nmm", "norm_matmul.cuh", Lowering::kKernel, AnalyzeNormMatmul,
+       NormMatmulLegal, PriceNormMatmul},
       {RegionKind::kAttention, "attention", "attn", "attention.cuh", Lowering::kKernel, AnalyzeAttention, AttentionLegal,
        PriceAttention},
       {RegionKind::kLayout, "layout", "layout", "layout.cuh", Lowering::kKernel, AnalyzeElementwise, ElementwiseLegal,

@@ -13,6 +13,7 @@
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/promote.h"
+#include "passes/fusion/ledger.h"
 #include "runtime/artifact.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
@@ -138,6 +139,31 @@ TEST_F(LinearGpuTest, ReluEpilogue) {
       EXPECT_TRUE(c->lowered.program.steps[0].matmul.spec.relu);
       EXPECT_TRUE(c->lowered.program.steps[0].matmul.spec.has_bias);
     }
+  }
+}
+
+// rms_norm -> matmul as one norm_matmul kernel (templates/norm_matmul.cuh) on shapes it was not
+// tuned on: token rows that fill no tile (1, 7, 33, 100, 200: several token tiles), K and N
+// not multiples of its tiles, batched x, W stored [N, K], and the epilogues.
+TEST_F(LinearGpuTest, RmsNormFoldedIntoItsLinear) {
+  struct Case {
+    int64_t rows, k, n;
+    testing::NormLinearOptions o;
+  };
+  const Case cases[] = {
+      {1, 4096, 4096, {}},        {7, 200, 24, {}},
+      {16, 4096, 14336, {}},      {33, 520, 136, {.transposed = true}},
+      {64, 1024, 4096, {}},       {100, 256, 264, {.bias = true}},
+      {200, 64, 40, {.residual = true}}, {5, 128, 96, {.batch = {3}, .transposed = true, .bias = true, .gelu = true}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("rows ", c.rows, " k ", c.k, " n ", c.n, c.o.transposed ? " W[N,K]" : "",
+                              c.o.bias ? " bias" : "", c.o.residual ? " residual" : "", c.o.gelu ? " gelu" : ""));
+    auto compiled = CompileRunAndCompare(testing::NormLinear(c.rows, c.k, c.n, c.o));
+    ASSERT_TRUE(compiled.has_value());
+    int folded = 0;
+    for (const Region& r : compiled->analysis.plan.regions) folded += r.kind == RegionKind::kNormMatmul;
+    EXPECT_EQ(folded, 1) << LedgerJsonLines(compiled->analysis.plan);
   }
 }
 

@@ -98,6 +98,29 @@ inline std::unique_ptr<Graph> BiasRelu(DType dtype, int64_t rows, int64_t k, int
   return b.Return({b.Op("y", OpKind::kMaximum, {t, b.Zero("zero")})});
 }
 
+// rms_norm(x, w) @ W over x [batch.., rows, k] (every tensor a graph input), W [k, n] or, when
+// `transposed`, [n, k] read through a transpose; then + bias [n], + residual and gelu_tanh as
+// asked: the norm_matmul kind's graphs.
+struct NormLinearOptions {
+  std::vector<int64_t> batch;
+  bool transposed = false, bias = false, residual = false, gelu = false;
+};
+inline std::unique_ptr<Graph> NormLinear(int64_t rows, int64_t k, int64_t n, const NormLinearOptions& o = {}) {
+  LinearGraphBuilder b("norm_linear", DType::kBF16);
+  Shape xs = o.batch;
+  xs.push_back(rows);
+  xs.push_back(k);
+  Node* y = b.Op("y", OpKind::kRmsNorm, {b.Input("x", xs), b.Input("w", {k})}, {{"axis", int64_t{-1}}, {"eps", 1e-6}});
+  Node* w = o.transposed ? b.Op("wt", OpKind::kTranspose, {b.Input("W", {n, k})}, {{"perm", std::vector<int64_t>{1, 0}}})
+                         : b.Input("W", {k, n});
+  Node* z = b.Op("z", OpKind::kMatmul, {y, w});
+  Shape zs = z->shape();
+  if (o.bias) z = b.Op("zb", OpKind::kAdd, {z, b.Input("bias", {n})});
+  if (o.residual) z = b.Op("zr", OpKind::kAdd, {z, b.Input("res", zs)});
+  if (o.gelu) z = b.Op("zg", OpKind::kGeluTanh, {z});
+  return b.Return({z});
+}
+
 }  // namespace kiln::testing
 
 #endif  // KILN_TESTS_RUNTIME_LINEAR_GRAPHS_H_

@@ -1,0 +1,293 @@
+#include "passes/fusion/norm_matmul_plan.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/base/status.h"
+
+namespace kiln {
+namespace {
+
+absl::Status Refuse(const std::string& why) { return absl::FailedPreconditionError(why); }
+
+// Where a prologue value varies, relative to A's shape [.., M, K].
+enum class Varies { kElement, kRow, kColumn, kScalar, kOther };
+
+Varies Classify(const Shape& s, const Shape& a) {
+  if (s == a) return Varies::kElement;
+  // Before the scalar test: with one token row, a row value has one element.
+  if (s.size() == a.size() && s.back() == 1 && std::equal(s.begin(), s.end() - 1, a.begin())) return Varies::kRow;
+  if (NumElements(s) == 1) return Varies::kScalar;
+  if (!s.empty() && s.back() == a.back() && NumElements(s) == a.back()) return Varies::kColumn;
+  return Varies::kOther;
+}
+
+// Ops the template's Body evaluates per element or per row: pointwise arithmetic without an
+// element index (iota and dropout need the element's index in A, which the Body has not).
+bool Evaluable(const Node* n) {
+  return n->category() == OpCategory::kPointwise && n->op() != OpKind::kIota;
+}
+
+bool IsFloatCast(const Node* n) {
+  return n->op() == OpKind::kCast && IsFloat(n->dtype()) && IsFloat(n->operand(0)->dtype());
+}
+
+class PrologueChecker {
+ public:
+  PrologueChecker(const Region& region, const absl::flat_hash_set<const Node*>& prologue, const Shape& a,
+                  NormMatmulPlan& plan)
+      : region_(region), prologue_(prologue), a_(a), plan_(plan) {}
+
+  // `n` as a value of the operand g or of a reduction's input: no row value below it.
+  absl::Status Element(const Node* n) {
+    if (!checked_element_.insert(n).second) return absl::OkStatus();
+    const Varies v = Classify(n->shape(), a_);
+    if (!prologue_.contains(n)) return Leaf(n, v);
+    if (v == Varies::kRow) {
+      return Refuse(absl::StrCat(
+          "the operand of the matmul reads the row value ", n->name(),
+          " other than as a factor (x - mean, as layer_norm centres): the one-pass norm_matmul template needs the "
+          "operand free of row statistics, which are known only after the last k tile"));
+    }
+    if (v == Varies::kOther) return Refuse(absl::StrCat(n->name(), " ", ShapeToString(n->shape()), " is neither [.., M, K] nor [K] nor a row"));
+    if (!Evaluable(n)) {
+      return Refuse(absl::StrCat(OpName(n->op()), " ", n->name(), " in the operand: the norm_matmul Body evaluates pointwise ops only"));
+    }
+    for (const Node* o : n->operands()) KILN_RETURN_IF_ERROR(Element(o));
+    return absl::OkStatus();
+  }
+
+  // `n` as a value of a row factor: row values, scalars and the reductions.
+  absl::Status Row(const Node* n) {
+    if (!checked_row_.insert(n).second) return absl::OkStatus();
+    const Varies v = Classify(n->shape(), a_);
+    if (IsInlinedConstant(n)) return absl::OkStatus();
+    if (!prologue_.contains(n)) {
+      return Refuse(absl::StrCat("row value ", n->name(), " is read from memory: the norm_matmul Body computes its row factors"));
+    }
+    if (v != Varies::kRow && v != Varies::kScalar) {
+      return Refuse(absl::StrCat(n->name(), " ", ShapeToString(n->shape()), " in a row factor is not a row value"));
+    }
+    if (IsReduction(n)) {
+      const std::vector<int64_t>& axes = n->attrs().GetInts("axes");
+      const int64_t rank = static_cast<int64_t>(a_.size());
+      const bool last_axis = axes.size() == 1 && (axes[0] == rank - 1 || axes[0] == -1);
+      if ((n->op() != OpKind::kReduceSum && n->op() != OpKind::kReduceMean) || !last_axis ||
+          n->operand(0)->shape() != a_) {
+        return Refuse(absl::StrCat(OpName(n->op()), " ", n->name(),
+                                   ": the template accumulates sums and means over the last axis of [.., M, K] only"));
+      }
+      plan_.reductions.push_back(n);
+      return Element(n->operand(0));
+    }
+    if (!Evaluable(n)) return Refuse(absl::StrCat(OpName(n->op()), " ", n->name(), " in a row factor is not pointwise"));
+    for (const Node* o : n->operands()) KILN_RETURN_IF_ERROR(Row(o));
+    return absl::OkStatus();
+  }
+
+ private:
+  // A value read from memory (or a literal).
+  absl::Status Leaf(const Node* n, Varies v) {
+    if (IsInlinedConstant(n)) return absl::OkStatus();
+    if (v == Varies::kElement) {
+      if (plan_.x != nullptr && plan_.x != n) {
+        return Refuse(absl::StrCat("the norm reads two [.., M, K] tensors (", plan_.x->name(), ", ", n->name(),
+                                   "): a residual add before the norm stays in the producer's region"));
+      }
+      plan_.x = n;
+      return absl::OkStatus();
+    }
+    if (v == Varies::kColumn && IsFloat(n->dtype())) return absl::OkStatus();
+    return Refuse(absl::StrCat(n->name(), " ", ShapeToString(n->shape()),
+                               " is read by the norm but is neither x [.., M, K] nor a float [K] weight"));
+  }
+
+  const Region& region_;
+  const absl::flat_hash_set<const Node*>& prologue_;
+  const Shape& a_;
+  NormMatmulPlan& plan_;
+  absl::flat_hash_set<const Node*> checked_element_, checked_row_;
+};
+
+}  // namespace
+
+std::string NormMatmulPlan::Summary() const {
+  std::string s = absl::StrCat("x ", x->name(), " [", m, " x ", k, "] -> ", n, " features; ", reductions.size(),
+                               " row statistic", reductions.size() == 1 ? "" : "s", ", ", row_factors.size(),
+                               " row factor", row_factors.size() == 1 ? "" : "s", "; W ",
+                               w_transposed ? "[N, K]" : "[K, N]");
+  std::vector<std::string> epi;
+  if (epilogue.bias) epi.push_back("bias");
+  if (epilogue.residual) epi.push_back("residual");
+  if (epilogue.gelu) epi.push_back("gelu_tanh");
+  if (epilogue.relu) epi.push_back("relu");
+  if (!epi.empty()) absl::StrAppend(&s, "; epilogue ", absl::StrJoin(epi, " + "));
+  return s;
+}
+
+absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region) {
+  NormMatmulPlan plan;
+  const Node* matmul = nullptr;
+  for (const Node* n : region.nodes) {
+    if (n->op() != OpKind::kMatmul) continue;
+    if (matmul != nullptr) return Refuse("two matmuls are two kernels");
+    matmul = n;
+  }
+  if (matmul == nullptr) return Refuse("a norm_matmul region without a matmul");
+  const Node* a = matmul->operand(0);
+  if (!region.Contains(a)) return Refuse("the matmul's A is read from memory: there is no prologue to fold");
+  // The prologue: the members A depends on within the region.
+  absl::flat_hash_set<const Node*> prologue;
+  std::vector<const Node*> stack = {a};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!region.Contains(n) || !prologue.insert(n).second) continue;
+    for (const Node* o : n->operands()) stack.push_back(o);
+  }
+  for (const Node* n : region.nodes) {
+    if (prologue.contains(n)) plan.prologue.push_back(n);
+  }
+  for (const Node* out : region.outputs) {
+    if (prologue.contains(out)) {
+      return Refuse(absl::StrCat(out->name(), " is read outside the region (or returned): the normalised values "
+                                 "would have to be written anyway"));
+    }
+  }
+  const Node* w = matmul->operand(1);
+  if (matmul->dtype() != DType::kBF16) {
+    return Refuse(absl::StrCat(DTypeName(matmul->dtype()), " matmul: the norm_matmul template is bf16 (f16 products x w "
+                               "may overflow before the row scale; f32 has no mma.sync path here)"));
+  }
+  const Shape& as = a->shape();
+  if (as.size() < 2 || w->shape().size() != 2) {
+    return Refuse(absl::StrCat("A ", ShapeToString(as), " @ B ", ShapeToString(w->shape()),
+                               ": the template runs [.., M, K] @ [K, N] with one weight for every batch"));
+  }
+  plan.k = as.back();
+  plan.m = NumElements(as) / plan.k;
+  plan.n = matmul->shape().back();
+  if (plan.k % 8 != 0 || plan.n % 8 != 0) {
+    return Refuse(absl::StrCat("K ", plan.k, ", N ", plan.n, ": the template moves 16-byte vectors (multiples of 8)"));
+  }
+
+  // Flatten A through casts and products: row-shaped factors scale the accumulators, the
+  // others multiply into the operand.
+  std::vector<const Node*> factors = {a};
+  while (!factors.empty()) {
+    const Node* f = factors.back();
+    factors.pop_back();
+    if (prologue.contains(f) && IsFloatCast(f)) {
+      factors.push_back(f->operand(0));
+    } else if (prologue.contains(f) && f->op() == OpKind::kMul) {
+      factors.push_back(f->operand(1));
+      factors.push_back(f->operand(0));
+    } else if (Classify(f->shape(), as) == Varies::kRow) {
+      plan.row_factors.push_back(f);
+    } else {
+      plan.operand_factors.push_back(f);
+    }
+  }
+  PrologueChecker check(region, prologue, as, plan);
+  for (const Node* f : plan.operand_factors) KILN_RETURN_IF_ERROR(check.Element(f));
+  for (const Node* f : plan.row_factors) KILN_RETURN_IF_ERROR(check.Row(f));
+  if (plan.reductions.empty()) return Refuse("the prologue has no row statistic to fold");
+  if (plan.x == nullptr || plan.x->dtype() != DType::kBF16) {
+    return Refuse("the norm's input must be a bf16 [.., M, K] tensor read from memory");
+  }
+  std::sort(plan.reductions.begin(), plan.reductions.end(), [&](const Node* p, const Node* q) {
+    return std::find(region.nodes.begin(), region.nodes.end(), p) < std::find(region.nodes.begin(), region.nodes.end(), q);
+  });
+  plan.reductions.erase(std::unique(plan.reductions.begin(), plan.reductions.end()), plan.reductions.end());
+
+  // The rest is a matmul region whose A is read from memory: cuBLASLt's epilogue rules.
+  Region rest = region;
+  rest.nodes.clear();
+  for (Node* n : region.nodes) {
+    if (!prologue.contains(n)) rest.nodes.push_back(n);
+  }
+  KILN_ASSIGN_OR_RETURN(plan.epilogue, AnalyzeMatmul(rest));
+  if (plan.epilogue.trans_a) return Refuse("A is the norm's output, not a transpose");
+  plan.w_transposed = plan.epilogue.trans_b;
+  if (plan.epilogue.b->shape().size() != 2) return Refuse("the weight must be one [K, N] matrix");
+  return plan;
+}
+
+int64_t NormMatmulSmemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
+  const int64_t block_k = 16 * t.warps;
+  const int64_t w_rows = plan.w_transposed ? t.block_n : block_k;
+  const int64_t w_cols = plan.w_transposed ? block_k : t.block_n;
+  const int64_t pipeline = t.stages * (t.tokens * (block_k + 8) + w_rows * (w_cols + 8)) * 2;
+  const int64_t epilogue = t.tokens * (t.block_n + 4) * 4 + t.tokens * 4 +
+                           t.tokens * 4 * static_cast<int64_t>(std::max<size_t>(plan.reductions.size(), 1));
+  return std::max(pipeline, epilogue);
+}
+
+int64_t NormMatmulBlocks(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
+  return (plan.m + t.tokens - 1) / t.tokens * ((plan.n + t.block_n - 1) / t.block_n);
+}
+
+FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTiles& t, const DeviceSpec& device) {
+  auto no = [](const std::string& why) { return FusionDecision::Forbid("norm-matmul-tiles", why); };
+  if (t.tokens % 8 != 0 || t.tokens < 8 || t.tokens > 64) return no(absl::StrCat("tokens ", t.tokens, ": 8 to 64 in steps of 8"));
+  if (t.block_n % 16 != 0 || t.block_n < 16) return no(absl::StrCat("block_n ", t.block_n, ": a multiple of 16"));
+  if (t.warps != 2 && t.warps != 4 && t.warps != 8) return no(absl::StrCat("warps ", t.warps, ": 2, 4 or 8"));
+  if (t.stages < 2 || t.stages > 8) return no(absl::StrCat("stages ", t.stages, ": 2 to 8"));
+  const int acc = t.block_n / 16 * (t.tokens / 8) * 4;
+  if (acc > kNormMatmulAccumulators) {
+    return no(absl::StrCat(t.tokens, " tokens x ", t.block_n, " features: ", acc, " accumulators per thread, over ",
+                           kNormMatmulAccumulators));
+  }
+  const int64_t smem = NormMatmulSmemBytes(plan, t);
+  if (device.smem_per_block_bytes > 0 && smem > device.smem_per_block_bytes) {
+    return no(absl::StrCat(smem, " bytes of shared memory, over the ", device.smem_per_block_bytes, " a block may take"));
+  }
+  return FusionDecision::Allow("norm-matmul-tiles", "fits");
+}
+
+NormMatmulTiles DefaultNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device) {
+  NormMatmulTiles t;
+  t.tokens = static_cast<int>(std::min<int64_t>(64, (plan.m + 7) / 8 * 8));
+  t.block_n = 16;
+  for (int bn : {64, 32}) {
+    NormMatmulTiles c = t;
+    c.block_n = bn;
+    if (NormMatmulTilesFit(plan, c, device) && NormMatmulBlocks(plan, c) >= 2 * device.sm_count) {
+      t.block_n = bn;
+      break;
+    }
+  }
+  return t;
+}
+
+std::vector<NormMatmulTiles> CandidateNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device) {
+  const NormMatmulTiles d = DefaultNormMatmulTiles(plan, device);
+  std::vector<NormMatmulTiles> out = {d};
+  auto add = [&](NormMatmulTiles t) {
+    if (!NormMatmulTilesFit(plan, t, device)) return;
+    for (const NormMatmulTiles& o : out) {
+      if (o.tokens == t.tokens && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages) return;
+    }
+    out.push_back(t);
+  };
+  for (int bn : {16, 32, 64, 128}) {
+    NormMatmulTiles t = d;
+    t.block_n = bn;
+    add(t);
+  }
+  for (int warps : {2, 8}) {
+    NormMatmulTiles t = d;
+    t.warps = warps;
+    add(t);
+  }
+  for (int stages : {3, 6}) {
+    NormMatmulTiles t = d;
+    t.stages = stages;
+    add(t);
+  }
+  return out;
+}
+
+}  // namespace kiln
