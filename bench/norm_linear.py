@@ -10,7 +10,8 @@ M in {1, 16, 64} (decoding) and 4096 (prefill), it times:
   * kiln unfused:  the same as two kiln executables, norm(x, w) -> y then y @ W (kiln's norm
                    kernel, then cuBLASLt), y written and read back;
   * torch eager and torch.compile of F.rms_norm / F.layer_norm then x @ W.
-Time: CUDA events around each call, median of --reps after warm-up, random inputs (x with a
+Time: 20 calls captured in one CUDA graph, CUDA events around its replay, median of --reps
+replays after warm-up (time_cuda says why), random inputs (x with a
 per-row offset, so LayerNorm's mean is large). floor_us = max(compulsory bytes / the copy
 bandwidth, 2 M N K / the bf16 matmul rate), both measured in this run. Check: every output
 against a float64 reference of the same bf16 inputs, max |error| / max |reference|.
@@ -40,18 +41,42 @@ def graph(norm, m, k, n):
     return fused, first, second
 
 
-def time_cuda(torch, fn, reps, warmup=10):
-    for _ in range(warmup):
-        fn()
+def time_cuda(torch, fn, reps, warmup=10, per_graph=20):
+    """Median us per call. The calls are captured in a CUDA graph of `per_graph` calls and the
+    graph is timed (a decoding step's kernels take less than the Python call that launches
+    them: timed one call at a time, every peer would measure its host overhead); where capture
+    fails, back-to-back calls between two events."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    run = None
+    try:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(per_graph):
+                fn()
+        run = g.replay
+    except Exception as e:  # noqa: BLE001 - any capture failure falls back
+        print(f"  (no CUDA graph capture: {type(e).__name__}: {str(e)[:80]}; timing back-to-back calls)")
+        torch.cuda.synchronize()
+
+        def run():
+            for _ in range(per_graph):
+                fn()
+    run()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        run()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b) * 1000.0)
+        times.append(a.elapsed_time(b) * 1000.0 / per_graph)
     return statistics.median(times)
 
 
@@ -79,10 +104,11 @@ def main():
     torch.manual_seed(0)
     src = torch.randn(256 << 20, device=dev)
     dst = torch.empty_like(src)
-    copy_us = time_cuda(torch, lambda: dst.copy_(src), 20)
+    copy_us = time_cuda(torch, lambda: dst.copy_(src), 10, per_graph=2)
     copy_bw = 2 * src.numel() * 4 / copy_us  # bytes per us
     a8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
-    mm_us = time_cuda(torch, lambda: a8 @ a8, 20)
+    c8 = torch.empty_like(a8)
+    mm_us = time_cuda(torch, lambda: torch.matmul(a8, a8, out=c8), 10, per_graph=2)
     mm_rate = 2 * 8192 ** 3 / mm_us
     del src, dst, a8
     print(f"copy {copy_bw / 1e3:.0f} GB/s, bf16 matmul {mm_rate / 1e6:.0f} TFLOP/s ({torch.cuda.get_device_name()})")

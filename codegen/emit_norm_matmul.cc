@@ -88,7 +88,8 @@ class BodyExprs {
 absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const KernelParams& params) {
   KILN_CHECK(region.norm_matmul != nullptr) << "norm_matmul region " << region.id << " has no plan";
   const NormMatmulPlan& plan = *region.norm_matmul;
-  const NormMatmulTiles tiles{params.tile_m, params.tile_n, params.warps, params.stages};
+  const NormMatmulTiles tiles{params.tile_m,       params.tile_n,     params.warps,
+                              params.stages,       static_cast<int>(params.chunk), params.min_blocks};
   if (tiles.warps * 32 != params.block_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", params.ToString(), ": a norm_matmul block is 32 x warps threads"));
@@ -146,7 +147,7 @@ absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const Ke
   call_params.push_back("long long count");
   const std::string call =
       absl::StrCat("kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<", tiles.tokens, ", ", tiles.block_n, ", ",
-                   tiles.warps, ", ", tiles.stages, ", ", plan.w_transposed ? "true" : "false", ">>(body, count);");
+                   tiles.warps, ", ", tiles.stages, ", ", tiles.k_steps, ", ", plan.w_transposed ? "true" : "false", ">>(body, count);");
   ks.count = plan.m;
   ks.count_meaning = "rows";
   ks.launch.block = params.block_size;
@@ -155,7 +156,7 @@ absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const Ke
   ks.launch.dynamic_smem_bytes = static_cast<int>(NormMatmulSmemBytes(plan, tiles));
   ks.params = params;
   ks.notes.push_back(absl::StrCat("mma.sync kernel, ", tiles.tokens, " token rows x ", tiles.block_n, " features per block, ",
-                                  tiles.warps, " warps (k tiles of ", 16 * tiles.warps, "), ", tiles.stages,
+                                  tiles.warps, " warps (k tiles of ", tiles.block_k(), "), ", tiles.stages,
                                   " stages; ", plan.Summary()));
   std::vector<std::string> comment = {
       absl::StrCat("kiln norm_matmul kernel (norm_matmul.cuh), K ", plan.k, ", N ", plan.n, ", ",

@@ -121,6 +121,8 @@ KernelParams NormMatmulParams(const NormMatmulTiles& t) {
   p.tile_n = t.block_n;
   p.warps = t.warps;
   p.stages = t.stages;
+  p.chunk = t.k_steps;
+  p.min_blocks = t.min_blocks;
   return p;
 }
 

@@ -12,6 +12,7 @@
 //                   passes; > 0 = the row is streamed from global memory, `chunk` elements per
 //                   loop step (a multiple of threads-per-row x vector_width; the multiple is
 //                   the loop's unroll factor)
+//                   norm_matmul: k16 steps per warp per k tile
 //   smem            row kernels with chunk 0 and a block per row: the cache is the block's
 //                   dynamic shared memory (raw bytes, cp.async) instead of registers
 //   split           reduction kernels: blocks that share one row (or one reduced extent),

@@ -14,7 +14,7 @@
 // Orientation: tokens are few (decoding: 1 to 64 rows), so they are the mma's n (8 per
 // fragment) and output features its m (16 per fragment): D^T[n, m] = W^T[n, :] . g(x)^T[:, m].
 // A block owns kTokens token rows x kBlockN features; its kWarps warps split each k tile of
-// 16 kWarps columns (one k16 step per warp) and their partial accumulators are summed in warp
+// 16 kWarps kKSteps columns (kKSteps k16 steps per warp) and their partial accumulators are summed in warp
 // order through shared memory at the end (deterministic). W tiles and x tiles stream through
 // kStages buffers with cp.async (zero-filled past M, N and K); W is stored [K, N]
 // (kWTransposed false; ldmatrix.trans) or [N, K] (true).
@@ -38,12 +38,13 @@
 
 namespace kiln {
 
-template <int kTokens_, int kBlockN_, int kWarps_, int kStages_, bool kWTransposed_>
+template <int kTokens_, int kBlockN_, int kWarps_, int kStages_, int kKSteps_, bool kWTransposed_>
 struct NormMatmulShape {
   static constexpr int kTokens = kTokens_, kBlockN = kBlockN_, kWarps = kWarps_, kStages = kStages_;
+  static constexpr int kKSteps = kKSteps_;  // k16 steps per warp per k tile
   static constexpr bool kWTransposed = kWTransposed_;
   static constexpr int kThreads = 32 * kWarps;
-  static constexpr int kBlockK = 16 * kWarps;  // one k16 step per warp per tile
+  static constexpr int kBlockK = 16 * kWarps * kKSteps;
   // Shared-memory tiles in 16-bit elements, rows padded by 16 bytes (ldmatrix without bank
   // conflicts): x [kTokens][kBlockK], W [kBlockK][kBlockN] or [kBlockN][kBlockK].
   static constexpr int kXStride = kBlockK + 8;
@@ -59,7 +60,8 @@ struct NormMatmulShape {
   static_assert(kTokens % 8 == 0 && kTokens <= 64, "tokens are whole n8 fragments, at most 64");
   static_assert(kBlockN % 16 == 0, "features are whole m16 fragments");
   static_assert(kStages >= 2 && kStages <= 8, "2 to 8 pipeline stages");
-  static_assert(kThreads % kXChunksPerRow == 0, "a token row's chunks sit in consecutive threads");
+  static_assert(kThreads % kXChunksPerRow == 0 && kXChunksPerRow <= 32,
+                "a token row's chunks sit in consecutive threads of one warp");
 };
 
 template <class Body, class Shape>
@@ -124,6 +126,11 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
     for (int kt = 0; kt < k_tiles; ++kt) {
       CpAsyncWait<kStages - 2>();
       __syncthreads();
+      // The slot this refills was read by the previous tile's mma, which every warp finished
+      // before the barrier: issue it now, so the conversion below (whose weight loads wait on
+      // L2) overlaps the loads in flight instead of delaying the next one.
+      if (kt + kStages - 1 < k_tiles) load(kt + kStages - 1);
+      CpAsyncCommit();
       T* const xs = smem + (kt % kStages) * kStageElems;
       const T* const ws = xs + kTokens * kXStride;
       const long long k0 = static_cast<long long>(kt) * kBlockK;
@@ -149,26 +156,27 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
         }
       }
       __syncthreads();
-      if (kt + kStages - 1 < k_tiles) load(kt + kStages - 1);
-      CpAsyncCommit();
-      const int kk = warp * 16;
-      if (k0 + kk < kK) {
-        unsigned b[Shape::kTGroups][2];
 #pragma unroll
-        for (int j = 0; j < Shape::kTGroups; ++j) {
-          LdMatrixX2(b[j], xs + (j * 8 + lane % 8) * kXStride + kk + ((lane / 8) % 2) * 8);
-        }
-        const int q = lane / 8, r = lane % 8;
+      for (int step = 0; step < Shape::kKSteps; ++step) {
+        const int kk = (step * kWarps + warp) * 16;
+        if (k0 + kk < kK) {
+          unsigned b[Shape::kTGroups][2];
 #pragma unroll
-        for (int f = 0; f < Shape::kFTiles; ++f) {
-          unsigned a[4];
-          if (Shape::kWTransposed) {
-            LdMatrixX4(a, ws + (f * 16 + r + (q & 1) * 8) * kWStride + kk + (q >> 1) * 8);
-          } else {
-            LdMatrixX4Trans(a, ws + (kk + r + (q >> 1) * 8) * kWStride + f * 16 + (q & 1) * 8);
+          for (int j = 0; j < Shape::kTGroups; ++j) {
+            LdMatrixX2(b[j], xs + (j * 8 + lane % 8) * kXStride + kk + ((lane / 8) % 2) * 8);
           }
+          const int q = lane / 8, r = lane % 8;
 #pragma unroll
-          for (int j = 0; j < Shape::kTGroups; ++j) Mma<T>::Run(acc[f][j], a, b[j][0], b[j][1]);
+          for (int f = 0; f < Shape::kFTiles; ++f) {
+            unsigned a[4];
+            if (Shape::kWTransposed) {
+              LdMatrixX4(a, ws + (f * 16 + r + (q & 1) * 8) * kWStride + kk + (q >> 1) * 8);
+            } else {
+              LdMatrixX4Trans(a, ws + (kk + r + (q >> 1) * 8) * kWStride + f * 16 + (q & 1) * 8);
+            }
+#pragma unroll
+            for (int j = 0; j < Shape::kTGroups; ++j) Mma<T>::Run(acc[f][j], a, b[j][0], b[j][1]);
+          }
         }
       }
     }

@@ -216,7 +216,7 @@ absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region) {
 }
 
 int64_t NormMatmulSmemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
-  const int64_t block_k = 16 * t.warps;
+  const int64_t block_k = t.block_k();
   const int64_t w_rows = plan.w_transposed ? t.block_n : block_k;
   const int64_t w_cols = plan.w_transposed ? block_k : t.block_n;
   const int64_t pipeline = t.stages * (t.tokens * (block_k + 8) + w_rows * (w_cols + 8)) * 2;
@@ -235,6 +235,9 @@ FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTi
   if (t.block_n % 16 != 0 || t.block_n < 16) return no(absl::StrCat("block_n ", t.block_n, ": a multiple of 16"));
   if (t.warps != 2 && t.warps != 4 && t.warps != 8) return no(absl::StrCat("warps ", t.warps, ": 2, 4 or 8"));
   if (t.stages < 2 || t.stages > 8) return no(absl::StrCat("stages ", t.stages, ": 2 to 8"));
+  if (t.k_steps < 1 || t.block_k() > 256) {
+    return no(absl::StrCat("k tiles of ", t.block_k(), " columns: 16 to 256 (a row's chunks in one warp)"));
+  }
   const int acc = t.block_n / 16 * (t.tokens / 8) * 4;
   if (acc > kNormMatmulAccumulators) {
     return no(absl::StrCat(t.tokens, " tokens x ", t.block_n, " features: ", acc, " accumulators per thread, over ",
@@ -250,6 +253,7 @@ FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTi
 NormMatmulTiles DefaultNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device) {
   NormMatmulTiles t;
   t.tokens = static_cast<int>(std::min<int64_t>(64, (plan.m + 7) / 8 * 8));
+  t.k_steps = plan.k >= 256 ? 4 : plan.k >= 128 ? 2 : 1;
   t.block_n = 16;
   for (int bn : {64, 32}) {
     NormMatmulTiles c = t;
@@ -268,7 +272,10 @@ std::vector<NormMatmulTiles> CandidateNormMatmulTiles(const NormMatmulPlan& plan
   auto add = [&](NormMatmulTiles t) {
     if (!NormMatmulTilesFit(plan, t, device)) return;
     for (const NormMatmulTiles& o : out) {
-      if (o.tokens == t.tokens && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages) return;
+      if (o.tokens == t.tokens && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages &&
+          o.k_steps == t.k_steps && o.min_blocks == t.min_blocks) {
+        return;
+      }
     }
     out.push_back(t);
   };
@@ -277,14 +284,27 @@ std::vector<NormMatmulTiles> CandidateNormMatmulTiles(const NormMatmulPlan& plan
     t.block_n = bn;
     add(t);
   }
-  for (int warps : {2, 8}) {
+  for (int warps : {2, 8}) {  // the same k tile over fewer or more warps
     NormMatmulTiles t = d;
     t.warps = warps;
+    t.k_steps = std::max(1, d.block_k() / (16 * warps));
     add(t);
   }
   for (int stages : {3, 6}) {
     NormMatmulTiles t = d;
     t.stages = stages;
+    add(t);
+  }
+  // As many resident blocks as shared memory allows, registers capped to match.
+  if (device.smem_per_sm_bytes > 0) {
+    NormMatmulTiles t = d;
+    t.min_blocks = static_cast<int>(std::min<int64_t>(device.smem_per_sm_bytes / NormMatmulSmemBytes(plan, d),
+                                                      2048 / (32 * d.warps)));
+    if (t.min_blocks > 1) add(t);
+  }
+  for (int k_steps : {d.k_steps / 4, d.k_steps / 2}) {
+    NormMatmulTiles t = d;
+    t.k_steps = k_steps;
     add(t);
   }
   return out;

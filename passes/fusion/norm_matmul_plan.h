@@ -47,9 +47,12 @@ struct NormMatmulPlan {
 absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region);
 
 // The template's launch shape (templates/norm_matmul.cuh NormMatmulShape): token rows and
-// features per block, warps (a k tile is 16 x warps columns), pipeline stages.
+// features per block, warps, pipeline stages, k16 steps per warp per k tile (a k tile is
+// 16 x warps x k_steps columns, at most 256).
 struct NormMatmulTiles {
-  int tokens = 8, block_n = 32, warps = 4, stages = 4;
+  int tokens = 8, block_n = 32, warps = 4, stages = 4, k_steps = 4;
+  int min_blocks = 0;  // __launch_bounds__'s resident blocks per SM (caps registers; 0: none)
+  int block_k() const { return 16 * warps * k_steps; }
 };
 // Accumulators a thread keeps, (block_n / 16) x (tokens / 8) x 4 f32: at most this many.
 inline constexpr int kNormMatmulAccumulators = 64;
@@ -60,9 +63,11 @@ int64_t NormMatmulBlocks(const NormMatmulPlan& plan, const NormMatmulTiles& tile
 FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTiles& tiles, const DeviceSpec& device);
 // The default (shared by the cost model and codegen): all token rows in one block up to 64;
 // the widest feature tile the accumulator budget allows that still gives every SM two blocks
-// (W streams from every SM), else 16; 4 warps, 4 stages.
+// (W streams from every SM), else 16; 4 warps, 4 stages, k tiles of 256 columns (of K
+// rounded up to 64 where K is shorter): 16 KB of W in flight per stage and block at 16 features.
 NormMatmulTiles DefaultNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device);
-// The autotuner's candidates: the default first, then other feature tiles, 8 warps, 3 and 6 stages.
+// The autotuner's candidates: the default first, then other feature tiles, 2 and 8 warps, 3
+// and 6 stages, k tiles of a quarter and a half.
 std::vector<NormMatmulTiles> CandidateNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device);
 
 }  // namespace kiln

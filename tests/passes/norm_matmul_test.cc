@@ -68,10 +68,11 @@ std::string NormMatmulReason(const FusionPlan& plan, std::string* verdict = null
   return "";
 }
 
-TEST(NormMatmulTest, RmsNormFoldsIntoItsLinearAtDecodeSizes) {
-  for (int64_t rows : {1, 16, 64, 100}) {
+// Where launches dominate (decode rows, a 1024 x 1024 weight) the fold saves the norm kernel.
+TEST(NormMatmulTest, RmsNormFoldsIntoItsLinearWhereLaunchesDominate) {
+  for (int64_t rows : {1, 8, 16}) {
     SCOPED_TRACE(rows);
-    Planned p = Plan(NormLinear("rms", rows, 4096, 4096));
+    Planned p = Plan(NormLinear("rms", rows, 1024, 1024));
     ASSERT_EQ(p.plan.regions.size(), 1u) << LedgerJsonLines(p.plan);
     const Region& r = p.plan.regions[0];
     EXPECT_EQ(r.kind, RegionKind::kNormMatmul);
@@ -99,14 +100,19 @@ TEST(NormMatmulTest, TheEpilogueAndATransposedWeightFoldToo) {
   EXPECT_TRUE(nm.epilogue.gelu);
 }
 
-// Prefill: the skinny-M template at mma.sync rate loses to cuBLASLt's GEMM; the price says so.
-TEST(NormMatmulTest, LargeMStaysOnCublasLtAsUnprofitable) {
-  Planned p = Plan(NormLinear("rms", 4096, 4096, 4096));
-  EXPECT_EQ(CountKind(p.plan, RegionKind::kNormMatmul), 0);
-  EXPECT_EQ(CountKind(p.plan, RegionKind::kMatmul), 1);
-  std::string verdict;
-  EXPECT_NE(NormMatmulReason(p.plan, &verdict), "") << LedgerJsonLines(p.plan);
-  EXPECT_EQ(verdict, "unprofitable");
+// Prefill (the skinny-M template at mma.sync rate against cuBLASLt's GEMM) and the large decode
+// weights (the template streams W at about half of cuBLASLt's rate, measured): the merge is
+// priced and kept apart as unprofitable, with both prices in the ledger.
+TEST(NormMatmulTest, WhereTheTemplateIsSlowerTheFoldIsPricedAndDeclined) {
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{4096, 4096}, {1, 4096}, {16, 14336}}) {
+    SCOPED_TRACE(rows);
+    Planned p = Plan(NormLinear("rms", rows, 4096, n));
+    EXPECT_EQ(CountKind(p.plan, RegionKind::kNormMatmul), 0);
+    EXPECT_EQ(CountKind(p.plan, RegionKind::kMatmul), 1);
+    std::string verdict;
+    EXPECT_NE(NormMatmulReason(p.plan, &verdict), "") << LedgerJsonLines(p.plan);
+    EXPECT_EQ(verdict, "unprofitable");
+  }
 }
 
 TEST(NormMatmulTest, RefusalsNameTheirReason) {
@@ -132,9 +138,12 @@ TEST(NormMatmulTest, RefusalsNameTheirReason) {
 }
 
 TEST(NormMatmulTest, TilesFitTheirBudgets) {
-  Planned p = Plan(NormLinear("rms", 64, 4096, 14336));
-  ASSERT_EQ(p.plan.regions.size(), 1u);
-  const NormMatmulPlan& nm = *p.plan.regions[0].norm_matmul;
+  auto g = testing::Parse(NormLinear("rms", 64, 4096, 14336));
+  ASSERT_TRUE(DefaultPipeline().Run(*g, DebugOptions{}).ok());
+  const Region whole = testing::WholeRegion(*g);
+  ASSERT_EQ(whole.kind, RegionKind::kNormMatmul);
+  ASSERT_NE(whole.norm_matmul, nullptr) << whole.placed.reason();
+  const NormMatmulPlan& nm = *whole.norm_matmul;
   for (const NormMatmulTiles& t : CandidateNormMatmulTiles(nm, H100Spec())) {
     EXPECT_TRUE(NormMatmulTilesFit(nm, t, H100Spec()));
     EXPECT_LE(t.block_n / 16 * (t.tokens / 8) * 4, kNormMatmulAccumulators);
