@@ -260,6 +260,51 @@ extern "C" __global__ void __launch_bounds__(256) use_attention_sm90(const __nv_
   kiln::AttentionKernelSm90<Body, kiln::AttentionShape<128, 64, 8, 3, false, 1>>(Body{q, k, v, m, o}, count, nullptr);
 }
 )", "use_attention_sm90"},
+      {"mma_sync.cuh", R"(
+// One m16n8k16 product of ldmatrix-loaded tiles staged by cp.async, bf16, written back as f32.
+extern "C" __global__ void __launch_bounds__(32) use_mma_sync(const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                                              float* out) {
+  __shared__ __align__(16) __nv_bfloat16 sa[16 * 16], sb[8 * 16];
+  const int l = threadIdx.x;
+  for (int c = l; c < 48; c += 32) {
+    if (c < 32) kiln::mma::CpAsync16(sa + c * 8, a + c * 8, true);
+    else kiln::mma::CpAsync16(sb + (c - 32) * 8, c < 40 ? b + (c - 32) * 8 : kiln::mma::ZeroFillSource<__nv_bfloat16>(), c < 40);
+  }
+  kiln::mma::CpAsyncCommit();
+  kiln::mma::CpAsyncWait<0>();
+  __syncwarp();
+  unsigned fa[4], fb[2];
+  kiln::mma::LdMatrixX4(fa, sa + (l % 16) * 16 + (l / 16) * 8);
+  kiln::mma::LdMatrixX2(fb, sb + (l % 8) * 16 + ((l / 8) % 2) * 8);
+  float d[4] = {0, 0, 0, 0};
+  kiln::mma::Mma<__nv_bfloat16>::Run(d, fa, fb[0], fb[1]);
+  for (int e = 0; e < 4; ++e) out[l * 4 + e] = d[e];
+}
+)", "use_mma_sync"},
+      {"norm_matmul.cuh", R"(
+struct Body {  // rms_norm(x, w) @ W + bias, K 72, N 40
+  using T = __nv_bfloat16;
+  static constexpr long long kN = 40, kK = 72;
+  static constexpr int kReductions = 1;
+  const T* __restrict__ x;
+  const T* __restrict__ w;
+  const T* __restrict__ wt;
+  const T* __restrict__ bias;
+  T* __restrict__ out;
+  __device__ const T* X() const { return x; }
+  __device__ const T* W() const { return wt; }
+  __device__ T* Out() const { return out; }
+  __device__ float Operand(float v, long long k) const { return v * kiln::ToCompute(w[k]); }
+  __device__ void Stats(float v, long long k, float* s) const { s[0] += v * v; }
+  __device__ float RowScale(const float* s) const { return kiln::Rsqrt(s[0] / 72.0f + 1e-6f); }
+  __device__ float Epilogue(float y, long long m, long long n) const { return y + kiln::ToCompute(bias[n]); }
+};
+extern "C" __global__ void __launch_bounds__(128) use_norm_matmul(const __nv_bfloat16* x, const __nv_bfloat16* w,
+                                                                 const __nv_bfloat16* wt, const __nv_bfloat16* bias,
+                                                                 __nv_bfloat16* out, long long count) {
+  kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<16, 32, 4, 3, 1, true>>(Body{x, w, wt, bias, out}, count);
+}
+)", "use_norm_matmul"},
       {"wgmma.cuh", R"(
 // One m64n64k16 product from two swizzled 64 x 16 tiles, f16, written back as f32.
 extern "C" __global__ void __launch_bounds__(128) use_wgmma(float* out) {
