@@ -81,7 +81,7 @@ class Generator {
         {18, &Generator::Unary},   {18, &Generator::Binary},       {7, &Generator::Select},
         {10, &Generator::Reduce},  {6, &Generator::SoftmaxOp},     {7, &Generator::Norm},
         {3, &Generator::CrossEntropyOp}, {4, &Generator::DropoutOp}, {16, &Generator::Layout},
-        {6, &Generator::Matmul},   {5, &Generator::AttentionOp}};
+        {6, &Generator::Matmul},   {5, &Generator::AttentionOp}, {3, &Generator::NormLinear}};
     int total = 0;
     for (const auto& [w, op] : kMenu) total += w;
     int64_t r = rng_.Below(total);
@@ -541,6 +541,35 @@ class Generator {
       KILN_ASSIGN_OR_RETURN(b, NewInput(a.dtype(), Shape{k, n}));
     }
     return Add(OpKind::kMatmul, {a, b}, {}, 2 * a.bound + 1, false, false).status();
+  }
+
+  // rms_norm over the last axis of a fresh [rows, k] input, read only by a Linear layer: the
+  // pattern the norm_matmul kind folds (passes/fusion/norm_matmul_plan.h) where it pays, at the
+  // token rows, widths and weight layouts it tiles (and some it must refuse: odd k, f16, f32).
+  absl::Status NormLinear() {
+    if (!options_.matmul) return Unary();
+    const int64_t rows = rng_.Pick(std::vector<int64_t>{1, 3, 8, 16, 33, 64, 100});
+    const int64_t k = rng_.Chance(0.9) ? 8 * (1 + rng_.Below(64)) : 1 + rng_.Below(300);
+    int64_t n = rng_.Pick(std::vector<int64_t>{8, 16, 24, 64, 136, 264});
+    while (n > 8 && rows * n > Limit()) n /= 2;
+    const DType dtype = rng_.Chance(0.8) ? DType::kBF16 : main_dtype_;
+    KILN_ASSIGN_OR_RETURN(Value x, NewInput(dtype, Shape{rows, k}));
+    std::vector<Value> operands = {x};
+    if (rng_.Chance(0.8)) {
+      KILN_ASSIGN_OR_RETURN(Value w, NewInput(dtype, Shape{k}));
+      operands.push_back(w);
+    }
+    const double bound = std::min(std::sqrt(double(k)), 8.0) + 1;
+    KILN_ASSIGN_OR_RETURN(Value y, Add(OpKind::kRmsNorm, operands, {{"axis", int64_t{-1}}, {"eps", 1e-6}}, bound,
+                                       false, false));
+    Value b;
+    if (rng_.Chance(0.3)) {
+      KILN_ASSIGN_OR_RETURN(Value w, NewInput(dtype, Shape{n, k}));
+      KILN_ASSIGN_OR_RETURN(b, Add(OpKind::kTranspose, {w}, {{"perm", std::vector<int64_t>{1, 0}}}, 1, true, false));
+    } else {
+      KILN_ASSIGN_OR_RETURN(b, NewInput(dtype, Shape{k, n}));
+    }
+    return Add(OpKind::kMatmul, {y, b}, {}, 2 * y.bound + 1, false, false).status();
   }
 
   absl::Status AttentionOp() {
