@@ -138,10 +138,9 @@ absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const Ke
   if (epi.residual) {
     absl::StrAppend(&body, "    y += kiln::ToCompute(", in_names.at(epi.residual), "[m * kN + n]);  // residual\n");
   }
-  if (epi.gelu) {
-    absl::StrAppend(&body, "    y = 0.5f * y * (1.0f + tanhf(0.7978845608028654f * (y + 0.044715f * y * y * y)));  // gelu_tanh\n");
-  }
-  if (epi.relu) absl::StrAppend(&body, "    y = y < 0.0f ? 0.0f : y;  // relu (NaN stays NaN)\n");
+  // The op table's own device functions (pointwise.cuh), as the pointwise emitter calls them.
+  if (epi.gelu) absl::StrAppend(&body, "    y = kiln::GeluTanh(y);\n");
+  if (epi.relu) absl::StrAppend(&body, "    y = kiln::Relu(y);\n");
   absl::StrAppend(&body, "    return y;\n  }\n");
 
   call_params.push_back("long long count");

@@ -36,9 +36,8 @@ bool IsFloatCast(const Node* n) {
 
 class PrologueChecker {
  public:
-  PrologueChecker(const Region& region, const absl::flat_hash_set<const Node*>& prologue, const Shape& a,
-                  NormMatmulPlan& plan)
-      : region_(region), prologue_(prologue), a_(a), plan_(plan) {}
+  PrologueChecker(const absl::flat_hash_set<const Node*>& prologue, const Shape& a, NormMatmulPlan& plan)
+      : prologue_(prologue), a_(a), plan_(plan) {}
 
   // `n` as a value of the operand g or of a reduction's input: no row value below it.
   absl::Status Element(const Node* n) {
@@ -104,7 +103,6 @@ class PrologueChecker {
                                " is read by the norm but is neither x [.., M, K] nor a float [K] weight"));
   }
 
-  const Region& region_;
   const absl::flat_hash_set<const Node*>& prologue_;
   const Shape& a_;
   NormMatmulPlan& plan_;
@@ -114,7 +112,7 @@ class PrologueChecker {
 }  // namespace
 
 std::string NormMatmulPlan::Summary() const {
-  std::string s = absl::StrCat("x ", x->name(), " [", m, " x ", k, "] -> ", n, " features; ", reductions.size(),
+  std::string s = absl::StrCat("norm of ", x->name(), " [", m, " x ", k, "] -> ", n, " features; ", reductions.size(),
                                " row statistic", reductions.size() == 1 ? "" : "s", ", ", row_factors.size(),
                                " row factor", row_factors.size() == 1 ? "" : "s", "; W ",
                                w_transposed ? "[N, K]" : "[K, N]");
@@ -190,17 +188,17 @@ absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region) {
       plan.operand_factors.push_back(f);
     }
   }
-  PrologueChecker check(region, prologue, as, plan);
+  PrologueChecker check(prologue, as, plan);
   for (const Node* f : plan.operand_factors) KILN_RETURN_IF_ERROR(check.Element(f));
   for (const Node* f : plan.row_factors) KILN_RETURN_IF_ERROR(check.Row(f));
   if (plan.reductions.empty()) return Refuse("the prologue has no row statistic to fold");
   if (plan.x == nullptr || plan.x->dtype() != DType::kBF16) {
     return Refuse("the norm's input must be a bf16 [.., M, K] tensor read from memory");
   }
+  // In post order (Row visits each once): the Body's s[i] follow the region's node order.
   std::sort(plan.reductions.begin(), plan.reductions.end(), [&](const Node* p, const Node* q) {
     return std::find(region.nodes.begin(), region.nodes.end(), p) < std::find(region.nodes.begin(), region.nodes.end(), q);
   });
-  plan.reductions.erase(std::unique(plan.reductions.begin(), plan.reductions.end()), plan.reductions.end());
 
   // The rest is a matmul region whose A is read from memory: cuBLASLt's epilogue rules.
   Region rest = region;

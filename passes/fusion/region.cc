@@ -61,8 +61,8 @@ Region DescribeOrderedRegion(int id, std::vector<Node*> nodes, const Graph& grap
   absl::flat_hash_set<const Node*> graph_outputs;
   for (const Graph::Output& out : graph.outputs()) graph_outputs.insert(out.node);
   absl::flat_hash_set<const Node*> seen_inputs;
-  const Node* matmul = nullptr;
-  bool has_matmul = false, has_attention = false, has_compute = false, has_copy = false;
+  const Node* matmul = nullptr;  // the last matmul
+  bool has_attention = false, has_compute = false, has_copy = false;
   const Node* reduction = nullptr;  // the largest reduction: its input is the space
   for (Node* n : r.nodes) {
     for (Node* operand : n->operands()) {
@@ -75,10 +75,7 @@ Region DescribeOrderedRegion(int id, std::vector<Node*> nodes, const Graph& grap
     if (external_user || graph_outputs.contains(n)) r.outputs.push_back(n);
     if (graph_outputs.contains(n)) r.returned_bytes += n->num_bytes();
     switch (n->category()) {
-      case OpCategory::kMatmul:
-        has_matmul = true;
-        matmul = n;
-        break;
+      case OpCategory::kMatmul: matmul = n; break;
       case OpCategory::kAttention: has_attention = true; break;
       case OpCategory::kReduction:
         if (!reduction || n->operand(0)->num_elements() > reduction->operand(0)->num_elements()) reduction = n;
@@ -90,7 +87,7 @@ Region DescribeOrderedRegion(int id, std::vector<Node*> nodes, const Graph& grap
       default: has_compute = true; break;
     }
   }
-  if (has_matmul) {
+  if (matmul != nullptr) {
     // A reduction that computes the matmul's A (a norm) makes the fold; any other stays the
     // matmul kind, whose epilogue rules refuse it.
     r.kind = reduction != nullptr && members.contains(matmul->operand(0)) ? RegionKind::kNormMatmul

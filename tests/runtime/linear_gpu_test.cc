@@ -143,7 +143,7 @@ TEST_F(LinearGpuTest, ReluEpilogue) {
 }
 
 // rms_norm -> matmul as one norm_matmul kernel (templates/norm_matmul.cuh) on shapes it was not
-// tuned on: token rows that fill no tile (1, 7, 33, 100, 200: several token tiles), K and N
+// tuned on: token rows that fill no tile (1, 5 x 3, 7, 100, 200: several token tiles), K and N
 // not multiples of its tiles, batched x, W stored [N, K], and the epilogues.
 TEST_F(LinearGpuTest, RmsNormFoldedIntoItsLinear) {
   struct Case {
