@@ -455,7 +455,15 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                    : cached ? absl::StrCat("cached in registers: ", iters, " x ", V_, " per thread")
                             : absl::StrCat("streamed from global memory, ", pl_.levels + 1, " passes at most",
                                            pl_.online_max.empty() ? "" : ", online max+sum"));
-  if (p_.split > 1) notes_.push_back(absl::StrCat("split over ", p_.split, " blocks (cooperative launch)"));
+  const bool stores = std::any_of(r_.outputs.begin(), r_.outputs.end(), [&](const Node* o) { return pl_.Of(o).reduced(); });
+  // The blocks of a split row (tile) wait for the merged result only where they use it after:
+  // another level, or outputs of the full space (row_reduce.cuh's SplitMerge).
+  const bool wait = p_.split > 1 && SplitBlocksWait(pl_.levels, stores);
+  const bool no_wait = p_.split > 1 && !wait;
+  if (p_.split > 1) {
+    notes_.push_back(wait ? absl::StrCat("split over ", p_.split, " blocks (cooperative launch: they wait for the merge)")
+                          : absl::StrCat("split over ", p_.split, " blocks (the last to finish merges and stores)"));
+  }
   for (const Node* red : pl_.reductions) {
     if (pl_.picks.count(red)) notes_.push_back(red->name() + ": one-hot row sum read as one element per row");
   }
@@ -464,7 +472,6 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   std::string body = column_ ? absl::StrCat("  static constexpr long long kK = ", N_, ";\n  static constexpr long long kI = ",
                                             I_, ";\n")
                              : absl::StrCat("  static constexpr long long kN = ", N_, ";\n");
-  const bool stores = std::any_of(r_.outputs.begin(), r_.outputs.end(), [&](const Node* o) { return pl_.Of(o).reduced(); });
   absl::StrAppend(&body, "  static constexpr bool kStores = ", stores ? "true" : "false", ";\n");
   absl::StrAppend(&body, "  static constexpr int kV = ", V_, ";\n  static constexpr int kLevels = ", pl_.levels,
                   ";\n  static constexpr unsigned kPassMask = ", pass_mask, "u;\n  static constexpr int kCombines = ",
@@ -483,8 +490,12 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   if (column_) {
     const int lanes = std::max(p_.tile_n, 1);
     const int64_t tiles = (I_ + lanes * V_ - 1) / (lanes * V_);
+    // kWait, then kAhead: the streamed loop's vectors in flight (KernelParams::chunk).
+    const int ahead = !cached && p_.chunk >= 8 ? 8 : 4;
+    const std::string column_flags = ahead != 4 ? absl::StrCat(", ", no_wait ? 0 : 1, ", ", ahead) : no_wait ? ", 0" : "";
     call = absl::StrCat("kiln::ColumnKernel<Body, kiln::ColumnShape<", p_.block_size, ", ", lanes, ", ", V_, ", ",
-                        cached ? iters : 0, ", ", p_.split, ">>(body, count, ", ks.has_scratch ? "scratch" : "nullptr", ");");
+                        cached ? iters : 0, ", ", p_.split, column_flags, ">>(body, count, ",
+                        ks.has_scratch ? "scratch" : "nullptr", ");");
     ks.count = pl_.space.outer * tiles;
     ks.count_meaning = "tiles";
     ks.launch.items_per_block = 1;
@@ -493,8 +504,10 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   } else {
     const int64_t step = static_cast<int64_t>(threads) * V_;
     const int unroll = !cached && p_.chunk > 0 && p_.chunk % step == 0 ? static_cast<int>(std::clamp<int64_t>(p_.chunk / step, 1, 8)) : 1;
+    std::string flags = shared || no_wait ? (shared ? ", 1" : ", 0") : "";  // kSharedCache, kWait
+    if (no_wait) absl::StrAppend(&flags, ", 0");
     call = absl::StrCat("kiln::RowKernel<Body, kiln::RowShape<", p_.block_size, ", ", threads, ", ", V_, ", ",
-                        cached ? iters : 0, ", ", unroll, ", ", p_.split, shared ? ", 1" : "", ">>(body, count, ",
+                        cached ? iters : 0, ", ", unroll, ", ", p_.split, flags, ">>(body, count, ",
                         ks.has_scratch ? "scratch" : "nullptr", ");");
     if (shared) ks.launch.dynamic_smem_bytes = static_cast<int>(shared_bytes);
     ks.count = pl_.space.outer;
@@ -507,7 +520,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   ks.scratch_fixed_bytes = ks.has_scratch ? 32 : 0;
   ks.launch.block = p_.block_size;
   ks.launch.blocks_per_item_group = p_.split;
-  ks.launch.cooperative = p_.split > 1;
+  ks.launch.cooperative = wait;
   ks.params = p_;
   ks.notes = notes_;
   std::vector<std::string> includes = {"kiln_types.cuh", "pointwise.cuh", "row_reduce.cuh"};

@@ -247,9 +247,25 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       p.tile_n = d.tile_n / 2;
       add(p);
     }
+    const ReduceSpace& space = region.reduce->space;
+    if (d.tile_n < 32 && d.tile_n * d.vector_width < space.inner) {
+      // A wider tile (longer contiguous segments of a row), its K over twice the blocks.
+      KernelParams p = d;
+      p.tile_n = d.tile_n * 2;
+      p.split = std::min<int64_t>(d.split * 2, std::max<int64_t>(space.reduced / 8, 1));
+      if (p.block_size % p.tile_n == 0) add(p);
+    }
+    for (int block : {d.block_size / 2, d.block_size * 2}) {  // fewer or more threads along K
+      KernelParams p = d;
+      p.block_size = block;
+      if (block >= 128 && block <= 512 && block % d.tile_n == 0) add(p);
+    }
     KernelParams streamed = d;
     streamed.chunk = d.chunk == 0 ? 1 : 0;
     add(streamed);
+    KernelParams deeper = streamed.chunk > 0 ? streamed : d;  // eight vectors in flight
+    deeper.chunk = 8;
+    add(deeper);
     return out;
   }
   if (region.kind != RegionKind::kRowReduction) {

@@ -12,6 +12,8 @@
 //                   passes; > 0 = the row is streamed from global memory, `chunk` elements per
 //                   loop step (a multiple of threads-per-row x vector_width; the multiple is
 //                   the loop's unroll factor)
+//                   column kernels: 0 = cached in registers; 1 = streamed, four 16-byte
+//                   vectors in flight per thread; 8 = streamed, eight in flight
 //                   norm_matmul: k16 steps per warp per k tile
 //   smem            row kernels with chunk 0 and a block per row: the cache is the block's
 //                   dynamic shared memory (raw bytes, cp.async) instead of registers

@@ -7,9 +7,11 @@
 // loops are here. A block owns a tile of kTileI = kLanesI x kV adjacent columns of one o: its
 // threads are kLanesI wide along i (each kV adjacent columns: one 16-byte vector, coalesced
 // across the warp) and kRowsK deep along K (each a strided share of K). With kSplit > 1 the K
-// axis of a tile is also split over kSplit blocks (a cooperative launch), which exchange their
-// partial results through global memory as split rows do (row_reduce.cuh's SplitMerge: the last
-// block to arrive merges them in order and publishes the result).
+// axis of a tile is also split over kSplit blocks, which exchange their partial results through
+// global memory as split rows do (row_reduce.cuh's SplitMerge: the last block to arrive merges
+// them in order). With kWait it publishes the result to the others, which wait for it (a
+// cooperative launch); without (one level, no outputs of the full space) it stores the per-column
+// outputs itself and no block waits.
 //
 //   for each tile (o, i0..) owned:
 //     BeginCell                 per-column values that need no reduction
@@ -28,7 +30,7 @@
 
 namespace kiln {
 
-template <int kBlock_, int kLanesI_, int kV_, int kCacheIters_, int kSplit_>
+template <int kBlock_, int kLanesI_, int kV_, int kCacheIters_, int kSplit_, int kWait_ = 1, int kAhead_ = 4>
 struct ColumnShape {
   static constexpr int kBlock = kBlock_;
   static constexpr int kLanesI = kLanesI_;
@@ -36,32 +38,52 @@ struct ColumnShape {
   static constexpr int kV = kV_;
   static constexpr int kCacheIters = kCacheIters_;
   static constexpr int kSplit = kSplit_;
+  static constexpr bool kWait = kWait_ != 0;
+  static constexpr int kAhead = kAhead_;  // streamed: vectors in flight per thread
   static constexpr int kTileI = kLanesI_ * kV_;
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
   static_assert(kLanesI >= 1 && kLanesI <= 32 && (kLanesI & (kLanesI - 1)) == 0 && kBlock % kLanesI == 0,
                 "a power of two of lanes along i, at most a warp, dividing the block");
   static_assert(kV >= 1 && kV <= 16 && (kV & (kV - 1)) == 0, "a vector is a power of two of elements");
   static_assert(kSplit >= 1, "at least one block per tile");
+  static_assert(kAhead >= 1 && kAhead <= 16, "1 to 16 vectors in flight");
 };
 
-// Merges `a` over the kRowsK threads of a column through shared memory, in K order (thread row
-// 0 first), and returns the result to all of them. `smem` holds kBlock * kWords words.
+// Merges `a` over the kRowsK threads of a column and returns the result to all of them, in a
+// fixed order: first over the column's threads in each warp (a butterfly over lanes kLanesI
+// apart), then over the warps: the first kLanesI threads fold the warps' results from shared
+// memory in warp order and publish them there for every thread. `smem` holds
+// kBlock / 32 * kLanesI * kWords words.
 template <class Shape, class Body, class Acc>
-__device__ __forceinline__ void ColumnMerge(const Body& body, Acc& a, unsigned* smem, int ti, int tk) {
+__device__ __forceinline__ void ColumnMerge(const Body& body, Acc& a, unsigned* smem, int ti) {
   constexpr int kWords = AccWords<Acc>::kCount;
-  memcpy(smem + (tk * Shape::kLanesI + ti) * kWords, &a, sizeof(Acc));
-  __syncthreads();
-  if (tk == 0) {
-    for (int j = 1; j < Shape::kRowsK; ++j) {
-      Acc o;
-      memcpy(&o, smem + (j * Shape::kLanesI + ti) * kWords, sizeof(Acc));
+  constexpr int kWarps = Shape::kBlock / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if constexpr (Shape::kLanesI < 32) {
+#pragma unroll
+    for (int offset = 16; offset >= Shape::kLanesI; offset >>= 1) {
+      const Acc o = ShuffleAcc(a, offset, 32, true);
       body.Merge(a, o);
     }
-    memcpy(smem + ti * kWords, &a, sizeof(Acc));
+    // Every lane of a column now holds the warp's merge; with one warp, take the bits of its
+    // first lane (a merge need not be symmetric to the bit).
+    if constexpr (kWarps == 1) a = ShuffleAcc(a, lane & (Shape::kLanesI - 1), 32, false);
   }
-  __syncthreads();
-  memcpy(&a, smem + ti * kWords, sizeof(Acc));
-  __syncthreads();
+  if constexpr (kWarps > 1) {
+    if (lane < Shape::kLanesI) memcpy(smem + (warp * Shape::kLanesI + lane) * kWords, &a, sizeof(Acc));
+    __syncthreads();
+    if (threadIdx.x < Shape::kLanesI) {
+      for (int j = 1; j < kWarps; ++j) {
+        Acc o;
+        memcpy(&o, smem + (j * Shape::kLanesI + ti) * kWords, sizeof(Acc));
+        body.Merge(a, o);
+      }
+      memcpy(smem + ti * kWords, &a, sizeof(Acc));
+    }
+    __syncthreads();
+    memcpy(&a, smem + ti * kWords, sizeof(Acc));
+    __syncthreads();
+  }
 }
 
 // ColumnMerge as a callable (SplitMerge's block-level merge).
@@ -69,10 +91,10 @@ template <class Shape, class Body>
 struct ColumnMergeOp {
   const Body& body;
   unsigned* smem;
-  int ti, tk;
+  int ti;
   template <class Acc>
   __device__ __forceinline__ void operator()(Acc& a) const {
-    ColumnMerge<Shape>(body, a, smem, ti, tk);
+    ColumnMerge<Shape>(body, a, smem, ti);
   }
 };
 
@@ -88,8 +110,8 @@ __device__ __forceinline__ void ForColumn(const Body& body, long long o, long lo
       if (k < kend) pass(k, cache[j]);
     }
   } else {
-    // Four vectors in flight per thread: load them all, then use them.
-    constexpr int kAhead = 4;
+    // kAhead vectors in flight per thread: load them all, then use them.
+    constexpr int kAhead = Shape::kAhead;
     for (long long k0 = kbegin + tk; k0 < kend; k0 += kAhead * Shape::kRowsK) {
       typename Body::Vec x[kAhead];
 #pragma unroll
@@ -130,24 +152,29 @@ template <int L, class Body, class Shape>
 __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Cell& cell, long long o, long long i0,
                                              bool active, long long kbegin, long long kend, int ti, int tk,
                                              const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
-                                             unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
+                                             unsigned* smem, unsigned* barrier, unsigned* slots, int split,
+                                             bool& owner) {
   if constexpr (L <= Body::kLevels) {
     using Acc = typename Body::template AccOf<L>::Type;
     Acc acc;
     body.Init(acc);
     if constexpr ((Body::kPassMask >> L) & 1u) {
       if (active) ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStep<Body, Acc>{body, cell, acc, o, i0});
-      ColumnMerge<Shape>(body, acc, smem, ti, tk);
+      ColumnMerge<Shape>(body, acc, smem, ti);
       if constexpr (Shape::kSplit > 1) {
         constexpr long long kLevelWords = (Shape::kSplit + 1) * Shape::kLanesI * Body::kExchangeWords;
         const SplitSync sync{barrier, slots + (L - 1) * kLevelWords,
                              slots + (L - 1) * kLevelWords + Shape::kSplit * Shape::kLanesI * Body::kExchangeWords};
-        SplitMerge<Shape::kSplit>(body, acc, sync, split, PassIndex<Body::kPassMask, L>(), Shape::kLanesI, ti, tk,
-                                  Shape::kRowsK, ColumnMergeOp<Shape, Body>{body, smem, ti, tk});
+        constexpr int kFoldSlots = (Shape::kSplit + Shape::kRowsK - 1) / Shape::kRowsK;
+        const bool merged = SplitMerge<Shape::kSplit, Shape::kWait, kFoldSlots, Shape::kBlock>(
+            body, acc, sync, split, PassIndex<Body::kPassMask, L>(), Shape::kLanesI, ti, tk, Shape::kRowsK,
+            ColumnMergeOp<Shape, Body>{body, smem, ti});
+        if constexpr (!Shape::kWait) owner = merged;
       }
     }
     if (active) body.Finish(acc, cell, o, i0);
-    ColumnLevels<L + 1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split);
+    ColumnLevels<L + 1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split,
+                                     owner);
   }
 }
 
@@ -161,8 +188,10 @@ template <class Body, class Shape>
 __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, void* scratch) {
   static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
   static_assert(Body::kI % Shape::kV == 0, "a vector never crosses a row of the inner axes");
+  static_assert(Shape::kWait || (Body::kLevels == 1 && !Body::kStores),
+                "only a one-level body that stores no output of the full space has its split blocks not wait");
   constexpr long long kTiles = (Body::kI + Shape::kTileI - 1) / Shape::kTileI;
-  __shared__ unsigned smem[Shape::kBlock * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];
+  __shared__ unsigned smem[Shape::kBlock / 32 * Shape::kLanesI * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];
   const int ti = threadIdx.x % Shape::kLanesI, tk = threadIdx.x / Shape::kLanesI;
   const int split = static_cast<int>(blockIdx.x % Shape::kSplit);
   const long long tile_blocks = gridDim.x / Shape::kSplit;
@@ -193,12 +222,14 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
                    : nullptr;
     typename Body::Cell cell;
     if (active) body.BeginCell(o, i0, cell);
-    ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split);
+    bool owner = split == 0;  // the block that stores the per-column outputs
+    ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split,
+                                 owner);
     if (active) {
       if constexpr (Body::kStores) {
         ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStore<Body>{body, cell, o, i0});
       }
-      if (tk == 0 && split == 0) body.StoreCell(cell, o, i0);
+      if (tk == 0 && owner) body.StoreCell(cell, o, i0);
     }
     if constexpr (Shape::kSplit > 1) SplitLeave(barrier, Shape::kSplit);
   }

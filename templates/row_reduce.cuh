@@ -197,11 +197,14 @@ __device__ __forceinline__ float CombineRows(const float* partials, long long ro
 //   2. the last block to arrive merges all kSplit of them in block order (each thread folds a
 //      fixed set of slots, then the block merges in a fixed tree: `block_merge`), publishes the
 //      result and bumps `done`;
-//   3. the others wait (a sleeping spin on `done`, every block resident: the launch is
-//      cooperative) and read the result.
+//   3. with kWait, the others wait (a sleeping spin on `done`, every block resident: the launch
+//      is cooperative) and read the result. Without it (a body of one level that stores nothing
+//      of the full space: only the merged result is stored) they leave at once, and only the
+//      last block has the result: the launch needs no residency.
 // Which block arrives last changes nothing in the order of the merge, so every run gives the
-// same bits; each block reads one result instead of all kSplit partials. The counters are
-// reset by the last block to leave (SplitLeave).
+// same bits; each block reads one result instead of all kSplit partials. The last block's
+// threads each fold their slots kFoldAhead at a time (loads in flight together, merged in slot
+// order). The counters are reset by the last block to leave (SplitLeave).
 struct SplitSync {
   unsigned* counters;  // arrive, done, depart
   unsigned* slots;     // kSplit x lanes accumulators
@@ -210,12 +213,18 @@ struct SplitSync {
 
 __device__ __forceinline__ unsigned VolatileLoad(const unsigned* p) { return *reinterpret_cast<const volatile unsigned*>(p); }
 
-// `first`, `step`: the slots this thread folds when its block is last (first, first + step, ...);
-// `lane`: its lane (the slot it publishes when threadIdx.x < lanes, and the result it reads).
-template <int kSplit, class Body, class Acc, class BlockMerge>
-__device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, const SplitSync& sync, int split, unsigned pass,
+// `first`, `step`: the slots this thread folds when its block is last (first, first + step, ...,
+// at most kFoldSlots of them); `lane`: its lane (the slot it publishes when threadIdx.x < lanes,
+// and the result it reads). Returns whether `a` now holds the merged result: always with kWait,
+// else in the last block.
+template <int kSplit, bool kWait, int kFoldSlots, int kBlockThreads, class Body, class Acc, class BlockMerge>
+__device__ __forceinline__ bool SplitMerge(const Body& body, Acc& a, const SplitSync& sync, int split, unsigned pass,
                                            int lanes, int lane, int first, int step, const BlockMerge& block_merge) {
   constexpr int kWords = AccWords<Acc>::kCount;
+  // Up to 32 words in flight per thread, 16 in a block that may be 1024 threads of 64 registers.
+  constexpr int kAheadWords = kBlockThreads >= 1024 ? 16 : 32;
+  constexpr int kMaxAhead = kAheadWords / kWords > 1 ? (kAheadWords / kWords < 8 ? kAheadWords / kWords : 8) : 1;
+  constexpr int kFoldAhead = kFoldSlots < kMaxAhead ? (kFoldSlots > 1 ? kFoldSlots : 1) : kMaxAhead;
   const int stride = lanes * Body::kExchangeWords;
   __shared__ bool last;
   unsigned w[kWords];
@@ -232,24 +241,40 @@ __device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, const Split
     __threadfence();  // the other blocks' slots are visible
     Acc m;
     body.Init(m);
-    for (int s = first; s < kSplit; s += step) {
+    for (int s0 = first; s0 < kSplit; s0 += kFoldAhead * step) {
+      unsigned v[kFoldAhead][kWords];
 #pragma unroll
-      for (int i = 0; i < kWords; ++i) w[i] = __ldcg(sync.slots + s * stride + lane * Body::kExchangeWords + i);
-      Acc o;
-      memcpy(&o, w, sizeof(Acc));
-      body.Merge(m, o);
+      for (int j = 0; j < kFoldAhead; ++j) {
+        const int s = s0 + j * step;
+        if (s < kSplit) {
+#pragma unroll
+          for (int i = 0; i < kWords; ++i) v[j][i] = __ldcg(sync.slots + s * stride + lane * Body::kExchangeWords + i);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kFoldAhead; ++j) {
+        if (s0 + j * step < kSplit) {
+          Acc o;
+          memcpy(&o, v[j], sizeof(Acc));
+          body.Merge(m, o);
+        }
+      }
     }
     block_merge(m);
     a = m;
-    if (static_cast<int>(threadIdx.x) < lanes) {
-      memcpy(w, &a, sizeof(Acc));
+    if constexpr (kWait) {
+      if (static_cast<int>(threadIdx.x) < lanes) {
+        memcpy(w, &a, sizeof(Acc));
 #pragma unroll
-      for (int i = 0; i < kWords; ++i) __stcg(sync.result + threadIdx.x * Body::kExchangeWords + i, w[i]);
-      __threadfence();
+        for (int i = 0; i < kWords; ++i) __stcg(sync.result + threadIdx.x * Body::kExchangeWords + i, w[i]);
+        __threadfence();
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) atomicExch(sync.counters + 1, pass);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) atomicExch(sync.counters + 1, pass);
-  } else {
+    return true;
+  }
+  if constexpr (kWait) {
     if (threadIdx.x == 0) {
       while (VolatileLoad(sync.counters + 1) < pass) __nanosleep(32);
       __threadfence();
@@ -258,7 +283,9 @@ __device__ __forceinline__ void SplitMerge(const Body& body, Acc& a, const Split
 #pragma unroll
     for (int i = 0; i < kWords; ++i) w[i] = __ldcg(sync.result + lane * Body::kExchangeWords + i);
     memcpy(&a, w, sizeof(Acc));
+    return true;
   }
+  return false;
 }
 
 __device__ __forceinline__ void SplitLeave(unsigned* counters, int split_count) {
@@ -273,9 +300,10 @@ __device__ __forceinline__ void SplitLeave(unsigned* counters, int split_count) 
 // Launch shape, all compile-time: threads per block, threads per row, vector width, vectors
 // per thread cached on chip (0: streamed), the streamed loop's unroll, blocks per row, and
 // whether the cache is in shared memory (kCacheIters x kBlock slots of Body::kCacheBytes,
-// the launch's dynamic shared memory) rather than in registers.
+// the launch's dynamic shared memory) rather than in registers, and whether the blocks of a
+// split row wait for its merged result (SplitMerge's kWait; else only the last block stores).
 template <int kBlock_, int kThreadsPerRow_, int kV_, int kCacheIters_, int kUnroll_, int kSplit_,
-          int kSharedCache_ = 0>
+          int kSharedCache_ = 0, int kWait_ = 1>
 struct RowShape {
   static constexpr int kBlock = kBlock_;
   static constexpr int kThreadsPerRow = kThreadsPerRow_;
@@ -285,6 +313,7 @@ struct RowShape {
   static constexpr int kSplit = kSplit_;
   static constexpr int kRowsPerBlock = kBlock / kThreadsPerRow;
   static constexpr bool kSharedCache = kSharedCache_ != 0;
+  static constexpr bool kWait = kWait_ != 0;
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
   static_assert(kThreadsPerRow == kBlock || (kThreadsPerRow >= 4 && kThreadsPerRow <= 32 &&
                                              (kThreadsPerRow & (kThreadsPerRow - 1)) == 0),
@@ -419,7 +448,7 @@ __device__ __forceinline__ constexpr unsigned PassIndex() {
 template <int L, class Body, class Shape>
 __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
                                          int t, const RowCache<Body, Shape>& cache,
-                                         unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
+                                         unsigned* smem, unsigned* barrier, unsigned* slots, int split, bool& owner) {
   using Acc = typename Body::template AccOf<L>::Type;
   Acc acc;
   body.Init(acc);
@@ -429,9 +458,11 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
     if constexpr (Shape::kSplit > 1) {
       const SplitSync sync{barrier, slots + (L - 1) * (Shape::kSplit + 1) * Body::kExchangeWords,
                            slots + ((L - 1) * (Shape::kSplit + 1) + Shape::kSplit) * Body::kExchangeWords};
-      SplitMerge<Shape::kSplit>(body, acc, sync, split, PassIndex<Body::kPassMask, L>(), 1, 0,
-                                static_cast<int>(threadIdx.x), Shape::kBlock,
-                                GroupMergeOp<Shape::kThreadsPerRow, Shape::kBlock, Body>{body, smem});
+      constexpr int kFoldSlots = (Shape::kSplit + Shape::kBlock - 1) / Shape::kBlock;
+      const bool merged = SplitMerge<Shape::kSplit, Shape::kWait, kFoldSlots, Shape::kBlock>(
+          body, acc, sync, split, PassIndex<Body::kPassMask, L>(), 1, 0, static_cast<int>(threadIdx.x), Shape::kBlock,
+          GroupMergeOp<Shape::kThreadsPerRow, Shape::kBlock, Body>{body, smem});
+      if constexpr (!Shape::kWait) owner = merged;
     }
   }
   body.Finish(acc, row, r);
@@ -440,10 +471,10 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
 template <int L, class Body, class Shape>
 __device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
                                           int t, const RowCache<Body, Shape>& cache,
-                                          unsigned* smem, unsigned* barrier, unsigned* slots, int split) {
+                                          unsigned* smem, unsigned* barrier, unsigned* slots, int split, bool& owner) {
   if constexpr (L <= Body::kLevels) {
-    RowLevel<L, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
-    RowLevels<L + 1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
+    RowLevel<L, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split, owner);
+    RowLevels<L + 1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split, owner);
   }
 }
 
@@ -468,6 +499,8 @@ __device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& 
 template <class Body, class Shape>
 __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void* scratch) {
   static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
+  static_assert(Shape::kWait || (Body::kLevels == 1 && !Body::kStores),
+                "only a one-level body that stores no row-shaped output has its split blocks not wait");
   constexpr int kT = Shape::kThreadsPerRow;
   constexpr int kSmemWords = 32 * (Body::kExchangeWords > 2 ? Body::kExchangeWords : 2);
   __shared__ unsigned smem[kSmemWords];
@@ -504,10 +537,11 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
     unsigned* slots = slots_base ? slots_base + r * Body::kLevels * (Shape::kSplit + 1) * Body::kExchangeWords : nullptr;
     typename Body::Row row;
     body.BeginRow(r, row);
-    RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split);
+    bool owner = split == 0;  // the block that stores the per-row outputs
+    RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split, owner);
     if (active) {
       if constexpr (Body::kStores) ForRow<Body, Shape>(body, span, r, t, cache, StorePass<Body>{body, row, r});
-      if (t == 0 && split == 0) {
+      if (t == 0 && owner) {
         body.StoreRow(row, r);
         if constexpr (Body::kCombines > 0) body.Partials(row, CombinePartials(scratch) + r * Body::kCombines);
       }

@@ -32,11 +32,13 @@ constexpr int64_t kBaseRegisters = 48;
 constexpr int64_t kSharedCacheRegisters = 40;
 
 // A column thread also keeps a vector of per-column accumulators and values (a word or two per
-// reduction and per-column value, for each of its kV lanes).
-int64_t ColumnRegisters(int64_t cached, int vector, const ReducePlacement& placement) {
+// reduction and per-column value, for each of its kV lanes), and streamed, the four 16-byte
+// vectors per full-space input its loop has in flight (column_reduce.cuh's ForColumn): at 1024
+// threads (64 registers) a streamed f16 or f32 column spills (ptxas, sm_90a, 2026-11-25).
+int64_t ColumnRegisters(int64_t cached, int vector, int64_t row_inputs, const ReducePlacement& placement) {
   int64_t words = 0;
   for (const Node* red : placement.reductions) words += placement.IsPairedMax(red) ? 2 : 1;
-  return cached + kBaseRegisters + 2 * words * vector;
+  return cached + kBaseRegisters + 2 * words * vector + (cached > 0 ? 0 : 16 * row_inputs);
 }
 
 int64_t RoundDownPow2(int64_t v) {
@@ -92,8 +94,18 @@ double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, in
 // (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
 // when the blocks' shares in flight fit in half of it), for split rows the blocks' waits for
 // each other once per level and wave of resident blocks, and a lone on-chip block's phases.
+double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
+                    double waves) {
+  if (split <= 1) return 0;
+  constexpr int64_t kFoldAhead = 4;  // SplitMerge's loads in flight per thread (4 or 8)
+  const int64_t rounds = 1 + (split + fold_threads * kFoldAhead - 1) / (std::max<int64_t>(fold_threads, 1) * kFoldAhead);
+  const double fold_us = static_cast<double>(rounds) * device.grid_sync_us / 2;
+  return wait ? waves * levels * (device.grid_sync_us + fold_us) : fold_us;
+}
+
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
-                   int64_t split, int levels, int64_t registers, int64_t smem_bytes, bool phases) {
+                   int64_t split, int levels, int64_t registers, int64_t smem_bytes, bool phases, bool split_waits,
+                   int64_t fold_threads) {
   // Resident blocks per SM: half occupancy, fewer where the registers a thread needs or the
   // shared memory a block takes do not leave room for them; a block whose threads cannot all
   // have their registers would spill: not a shape.
@@ -106,7 +118,7 @@ double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes
   const double waves = std::ceil(static_cast<double>(blocks) / static_cast<double>(resident));
   return static_cast<double>(bytes) / bandwidth +
          static_cast<double>(reread_bytes) / (from_l2 ? device.l2_bytes_per_us : bandwidth) +
-         (split > 1 ? waves * levels * device.grid_sync_us : 0.0) +
+         SplitMergeUs(device, split, fold_threads > 0 ? fold_threads : threads, levels, split_waits, waves) +
          (phases ? LonePhaseUs(device, blocks, threads, registers, smem_bytes) : 0.0);
 }
 
@@ -145,7 +157,8 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         const int passes = cached ? 1 : streamed_passes;
         const double price =
             LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split, placement.levels,
-                        ColumnRegisters(cached ? per_thread : 0, fit.vector, placement));
+                        ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement), 0, false,
+                        SplitBlocksWait(placement.levels, full_outputs), threads);
         if (best >= 0 && price >= best * 0.98) continue;  // a clearly better shape only
         best = price;
         fit.lanes = static_cast<int>(lanes);
@@ -154,13 +167,14 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         fit.per_thread = per_thread;
         fit.on_chip = cached;
         fit.passes = passes;
-        fit.blocks_per_sm = static_cast<int>(BlocksPerSm(device, block, ColumnRegisters(cached ? per_thread : 0,
-                                                                                        fit.vector, placement),
-                                                         0, 1024 / block));
+        fit.blocks_per_sm = static_cast<int>(BlocksPerSm(
+            device, block, ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement), 0,
+            1024 / block));
       }
     }
   }
   fit.share = (K + fit.split - 1) / fit.split;
+  fit.split_waits = SplitBlocksWait(placement.levels, full_outputs);
   fit.online_max_sum = !placement.online_max.empty();
   const int64_t tiles = space.outer * ((I + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   fit.reason = absl::StrFormat(
@@ -202,7 +216,7 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
     if (smem > limit) continue;
     const int64_t registers = kSharedCacheRegisters;
     const double p = LaunchPrice(device, row_bytes, 0, rows * split, threads, split, placement.levels, registers, smem,
-                                 stores);
+                                 stores, SplitBlocksWait(placement.levels, stores));
     if (p >= best) continue;
     best = p;
     taken = true;
@@ -263,6 +277,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
   const bool row_outputs = std::any_of(region.outputs.begin(), region.outputs.end(),
                                        [&](const Node* o) { return placement.Of(o).reduced(); });
   const bool rereads = placement.levels > 1 || row_outputs;
+  fit.split_waits = SplitBlocksWait(placement.levels, row_outputs);
   auto share_of = [&](int64_t split) { return (length + split - 1) / split; };
   auto fits = [&](int64_t split) {
     return PerThread(share_of(split), fit.row_inputs, max_threads) <= kRowCacheFloatsPerThread;
@@ -275,7 +290,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     const int64_t blocks = length > kWarpRowMax ? rows * split : (rows + 7) / 8;
     return LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, blocks, max_threads, split, placement.levels,
                        (cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0) + kBaseRegisters, 0,
-                       cached && row_outputs);
+                       cached && row_outputs, SplitBlocksWait(placement.levels, row_outputs));
   };
   if (length > kWarpRowMax && rereads && !fits(fit.split)) {
     int64_t split = fit.split;
@@ -321,7 +336,8 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     const int passes = fit.on_chip ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
     const int64_t registers = (fit.on_chip ? fit.per_thread : 0) + kBaseRegisters;
     const double current = LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, rows * fit.split, fit.threads,
-                                       fit.split, placement.levels, registers, 0, fit.on_chip && row_outputs);
+                                       fit.split, placement.levels, registers, 0, fit.on_chip && row_outputs,
+                                       SplitBlocksWait(placement.levels, row_outputs));
     if (TryShared(region, placement, device, row_bytes, row_outputs, current, fit)) return fit;
     fit.blocks_per_sm = static_cast<int>(BlocksPerSm(device, fit.threads, registers, 0, 1024 / fit.threads));
     if (fit.on_chip && row_outputs) fit.phase_us = LonePhaseUs(device, rows * fit.split, fit.threads, registers, 0);

@@ -44,6 +44,7 @@ inline constexpr int64_t kMinSplitShare = 4096;
 
 struct RowFit {
   int split = 1;               // blocks that share one row (column tile)
+  bool split_waits = false;    // its blocks wait for the merged partials (SplitBlocksWait)
   bool shared = false;         // on chip in the block's shared memory (cp.async), not registers
   int64_t smem_bytes = 0;      // shared: the dynamic shared memory a block takes
   int blocks_per_sm = 0;       // blocks of a block-per-row (or column) kernel that its registers
@@ -80,9 +81,26 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
 // a thread needs and the `smem_bytes` a block takes can make fewer), and for a kernel that
 // holds its rows on chip and stores row-shaped outputs (`phases`) LonePhaseUs. Infinite for a
 // block whose threads cannot all have their registers (it would spill) or whose shared memory
-// does not fit an SM.
+// does not fit an SM. The split terms are SplitMergeUs's: `split_waits` (SplitBlocksWait) and
+// `fold_threads`, the threads of a block along the reduced axis (0: all of them).
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
-                   int64_t split, int levels, int64_t registers, int64_t smem_bytes = 0, bool phases = false);
+                   int64_t split, int levels, int64_t registers, int64_t smem_bytes = 0, bool phases = false,
+                   bool split_waits = true, int64_t fold_threads = 0);
+
+// Whether the blocks of a split row (column tile) wait for the merged partials: only where they
+// use them after, for another level or for outputs of the full space (`full_outputs`). Else the
+// last block to arrive merges and stores, and the launch needs no residency (not cooperative).
+// codegen/emit_reduce.cc emits the kernel by it and the cost model prices it by it.
+inline bool SplitBlocksWait(int levels, bool full_outputs) { return levels > 1 || full_outputs; }
+
+// What splitting a row (column tile) over `split` blocks adds to a launch (row_reduce.cuh's
+// SplitMerge): the last block to arrive folds the split partials, each of its `fold_threads`
+// threads along the reduced axis ceil(split / fold_threads) of them, four at a time, a
+// global-memory round trip (grid_sync_us / 2) per round, after one round trip to count itself.
+// With `wait` the blocks wait for that fold and a flag once per level and `waves` of resident
+// blocks; without, only the launch's last fold is on its critical path.
+double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
+                    double waves);
 // A block that loads its row share, reduces it and then stores its row-shaped outputs reads
 // and writes in turn, not at once, unless another block on the SM fills the gaps: where
 // registers or shared memory let only one block per SM be resident, lone_block_phase_us per

@@ -70,10 +70,11 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   e.blocks = fit.split > 1 ? rows * fit.split : placement.space.reduced <= 1024 ? (rows + 7) / 8 : rows;
   const int64_t threads = fit.threads <= 32 ? 256 : fit.threads;
   FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm), 1, e);
-  if (fit.split > 1) {  // the blocks of a row wait for each other once per level
-    e.launch_us += placement.levels * device.grid_sync_us;
-    e.total_us += placement.levels * device.grid_sync_us;
-  }
+  // The blocks of a split row merge their partials (and wait for the merge, where they use it).
+  const double merge_us = SplitMergeUs(device, fit.split, threads, placement.levels,
+                                       fit.split_waits, 1);
+  e.launch_us += merge_us;
+  e.total_us += merge_us;
   e.launch_us += fit.phase_us;  // a lone on-chip block per SM (row_fit.h: LonePhaseUs)
   e.total_us += fit.phase_us;
   return e;
@@ -114,10 +115,10 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   e.blocks = tiles * fit.split;
   FinishEstimate(device, device.f32_flops_per_us,
                  DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes, fit.blocks_per_sm), 1, e);
-  if (fit.split > 1) {
-    e.launch_us += placement.levels * device.grid_sync_us;
-    e.total_us += placement.levels * device.grid_sync_us;
-  }
+  const double merge_us = SplitMergeUs(device, fit.split, fit.threads, placement.levels,
+                                       fit.split_waits, 1);
+  e.launch_us += merge_us;
+  e.total_us += merge_us;
   return e;
 }
 

@@ -178,7 +178,7 @@ TEST_F(RegionGpuTest, ColumnKernels) {
       return y, m
     })";
   std::vector<std::pair<std::string, std::string>> graphs;
-  for (auto [k, i] : {std::pair<int64_t, int64_t>{1, 33}, {7, 3}, {1000, 256}, {32768, 96}, {4096, 4096}}) {
+  for (auto [k, i] : {std::pair<int64_t, int64_t>{1, 33}, {7, 3}, {1000, 256}, {32768, 96}, {4096, 4096}, {200003, 24}}) {
     graphs.push_back({absl::StrFormat("colsum_%dx%d", k, i), absl::StrFormat(kSum, k, i, k, i, i)});
   }
   for (auto [o, k, i] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 1000, 96}, {16, 77, 40}, {1, 4096, 8}, {3, 5, 1000}}) {
@@ -186,6 +186,17 @@ TEST_F(RegionGpuTest, ColumnKernels) {
     graphs.push_back({absl::StrFormat("colnorm_%dx%dx%d", o, k, i),
                       absl::StrFormat(kNorm, o, k, i, o, i, o, k, i, o, k, i, o, i, o, i, o, k, i)});
   }
+  // Split tiles whose last block merges and stores (one level, no outputs of the full space):
+  // a max over a middle axis and an NHWC sum over N, H and W.
+  graphs.push_back({"colmax_16x3000x80", R"(graph g(x: f16[16,3000,80]) {
+      s: f16[16,80] = reduce_max(x) {axes = [1], keep_dims = false}
+      return s
+    })"});
+  graphs.push_back({"nhwsum_8x56x56x256", R"(graph g(x: f16[8,56,56,256]) {
+      q: f16[8,56,56,256] = mul(x, x)
+      s: f16[256] = reduce_sum(q) {axes = [0, 1, 2], keep_dims = false}
+      return s
+    })"});
   for (const auto& [name, text] : graphs) {
     auto analysis = Analyze(Parse(text), AnalyzeOptions{});
     ASSERT_TRUE(analysis.ok()) << analysis.status();
