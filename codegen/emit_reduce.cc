@@ -425,7 +425,10 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                              : absl::StrCat("does not fit the register cache (", cache_floats,
                                             " floats per thread): streamed"));
   }
-  if (shared) {
+  // Columns streamed through a shared-memory ring (column_reduce.cuh's kRing): `chunk` slots per
+  // thread, each one vector of every streamed input.
+  const int ring = column_ && p_.smem && p_.chunk > 0 && !vec_fields_.empty() ? static_cast<int>(std::clamp<int64_t>(p_.chunk, 2, 32)) : 0;
+  if (shared || ring > 0) {
     // Prefetch / LoadShared: the cached inputs of one slot, each input's slots together.
     int64_t before = 0;
     std::string prefetch, load;
@@ -443,14 +446,18 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
       before += bytes;
     }
     absl::StrAppend(&functions_,
-                    "  __device__ __forceinline__ void Prefetch(long long r, long long c0, char* smem, int slot, "
-                    "int slots) const {\n",
+                    column_ ? "  __device__ __forceinline__ void Prefetch(long long o, long long k, long long i0, "
+                              "char* smem, int slot, int slots) const {\n"
+                            : "  __device__ __forceinline__ void Prefetch(long long r, long long c0, char* smem, int slot, "
+                              "int slots) const {\n",
                     prefetch, "  }\n",
                     "  __device__ __forceinline__ void LoadShared(const char* smem, int slot, int slots, Vec& x) "
                     "const {\n",
                     load, "  }\n");
   }
-  notes_.push_back(shared   ? absl::StrCat("cached in shared memory: ", iters, " x ", V_, " per thread, ", shared_bytes,
+  notes_.push_back(ring > 0 ? absl::StrCat("streamed through shared memory: ", ring, " vectors in flight per thread, ",
+                                            ring * slot_bytes * p_.block_size, " bytes per block (cp.async)")
+                   : shared ? absl::StrCat("cached in shared memory: ", iters, " x ", V_, " per thread, ", shared_bytes,
                                            " bytes per block (cp.async)")
                    : cached ? absl::StrCat("cached in registers: ", iters, " x ", V_, " per thread")
                             : absl::StrCat("streamed from global memory, ", pl_.levels + 1, " passes at most",
@@ -491,8 +498,12 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     const int lanes = std::max(p_.tile_n, 1);
     const int64_t tiles = (I_ + lanes * V_ - 1) / (lanes * V_);
     // kWait, then kAhead: the streamed loop's vectors in flight (KernelParams::chunk).
-    const int ahead = !cached && p_.chunk >= 8 ? 8 : 4;
-    const std::string column_flags = ahead != 4 ? absl::StrCat(", ", no_wait ? 0 : 1, ", ", ahead) : no_wait ? ", 0" : "";
+    const int ahead = !cached && ring == 0 && p_.chunk >= 8 ? 8 : 4;
+    const std::string column_flags = ring > 0     ? absl::StrCat(", ", no_wait ? 0 : 1, ", 4, ", ring)
+                                     : ahead != 4 ? absl::StrCat(", ", no_wait ? 0 : 1, ", ", ahead)
+                                     : no_wait    ? ", 0"
+                                                  : "";
+    if (ring > 0) ks.launch.dynamic_smem_bytes = static_cast<int>(ring * slot_bytes * p_.block_size);
     call = absl::StrCat("kiln::ColumnKernel<Body, kiln::ColumnShape<", p_.block_size, ", ", lanes, ", ", V_, ", ",
                         cached ? iters : 0, ", ", p_.split, column_flags, ">>(body, count, ",
                         ks.has_scratch ? "scratch" : "nullptr", ");");

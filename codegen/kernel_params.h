@@ -13,10 +13,13 @@
 //                   loop step (a multiple of threads-per-row x vector_width; the multiple is
 //                   the loop's unroll factor)
 //                   column kernels: 0 = cached in registers; 1 = streamed, four 16-byte
-//                   vectors in flight per thread; 8 = streamed, eight in flight
+//                   vectors in flight per thread; 8 = streamed, eight in flight; with smem,
+//                   the ring's depth
 //                   norm_matmul: k16 steps per warp per k tile
 //   smem            row kernels with chunk 0 and a block per row: the cache is the block's
 //                   dynamic shared memory (raw bytes, cp.async) instead of registers
+//                   column kernels with chunk > 0: the streamed loads in flight go through
+//                   a ring of `chunk` vectors per thread in dynamic shared memory (cp.async)
 //   split           reduction kernels: blocks that share one row (or one reduced extent),
 //                   combining their partial results deterministically; 1 = none
 //   tile_m, tile_n  tiled kinds: the tile's extents; elementwise regions that stage a transposed

@@ -30,7 +30,8 @@
 
 namespace kiln {
 
-template <int kBlock_, int kLanesI_, int kV_, int kCacheIters_, int kSplit_, int kWait_ = 1, int kAhead_ = 4>
+template <int kBlock_, int kLanesI_, int kV_, int kCacheIters_, int kSplit_, int kWait_ = 1, int kAhead_ = 4,
+          int kRing_ = 0>
 struct ColumnShape {
   static constexpr int kBlock = kBlock_;
   static constexpr int kLanesI = kLanesI_;
@@ -40,6 +41,7 @@ struct ColumnShape {
   static constexpr int kSplit = kSplit_;
   static constexpr bool kWait = kWait_ != 0;
   static constexpr int kAhead = kAhead_;  // streamed: vectors in flight per thread
+  static constexpr int kRing = kRing_;    // streamed through a shared-memory ring this deep (0: no)
   static constexpr int kTileI = kLanesI_ * kV_;
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
   static_assert(kLanesI >= 1 && kLanesI <= 32 && (kLanesI & (kLanesI - 1)) == 0 && kBlock % kLanesI == 0,
@@ -47,6 +49,7 @@ struct ColumnShape {
   static_assert(kV >= 1 && kV <= 16 && (kV & (kV - 1)) == 0, "a vector is a power of two of elements");
   static_assert(kSplit >= 1, "at least one block per tile");
   static_assert(kAhead >= 1 && kAhead <= 16, "1 to 16 vectors in flight");
+  static_assert(kRing == 0 || (kRing >= 2 && kRing <= 32 && kCacheIters == 0), "a streamed ring of 2 to 32 slots");
 };
 
 // Merges `a` over the kRowsK threads of a column and returns the result to all of them, in a
@@ -98,17 +101,41 @@ struct ColumnMergeOp {
   }
 };
 
-// One pass over the thread's share of K: pass(k, x) for each k, x the cached inputs at (k, i0).
+// One pass over the thread's share of K: pass(k, x) for each k in order, x the inputs at (k, i0):
+// from the register cache; streamed through `ring` (kRing > 0: dynamic shared memory, kRing slots
+// per thread that only it reads, filled by cp.async kRing rows ahead, so the loads in flight take
+// no registers); or loaded kAhead vectors at a time into registers.
 template <class Body, class Shape, class Pass>
 __device__ __forceinline__ void ForColumn(const Body& body, long long o, long long i0, long long kbegin, long long kend,
                                           int tk, const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
-                                          const Pass& pass) {
+                                          char* ring, const Pass& pass) {
   if constexpr (Shape::kCacheIters > 0) {
 #pragma unroll
     for (int j = 0; j < Shape::kCacheIters; ++j) {
       const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
       if (k < kend) pass(k, cache[j]);
     }
+  } else if constexpr (Shape::kRing > 0) {
+    constexpr int kD = Shape::kRing, kSlots = Shape::kRing * Shape::kBlock;
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < kD; ++j) {
+      const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
+      if (k < kend) body.Prefetch(o, k, i0, ring, j * Shape::kBlock + t, kSlots);
+      AsyncCopyCommit();
+    }
+    int j = 0;
+    for (long long k = kbegin + tk; k < kend; k += Shape::kRowsK) {
+      AsyncCopyWaitGroups<kD - 1>();
+      typename Body::Vec x;
+      body.LoadShared(ring, j * Shape::kBlock + t, kSlots, x);
+      pass(k, x);  // uses x before its slot is refilled
+      const long long next = k + static_cast<long long>(kD) * Shape::kRowsK;
+      if (next < kend) body.Prefetch(o, next, i0, ring, j * Shape::kBlock + t, kSlots);
+      AsyncCopyCommit();
+      j = j + 1 == kD ? 0 : j + 1;
+    }
+    AsyncCopyWait();
   } else {
     // kAhead vectors in flight per thread: load them all, then use them.
     constexpr int kAhead = Shape::kAhead;
@@ -152,14 +179,16 @@ template <int L, class Body, class Shape>
 __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Cell& cell, long long o, long long i0,
                                              bool active, long long kbegin, long long kend, int ti, int tk,
                                              const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
-                                             unsigned* smem, unsigned* barrier, unsigned* slots, int split,
+                                             char* ring, unsigned* smem, unsigned* barrier, unsigned* slots, int split,
                                              bool& owner) {
   if constexpr (L <= Body::kLevels) {
     using Acc = typename Body::template AccOf<L>::Type;
     Acc acc;
     body.Init(acc);
     if constexpr ((Body::kPassMask >> L) & 1u) {
-      if (active) ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStep<Body, Acc>{body, cell, acc, o, i0});
+      if (active) {
+        ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ring, ColumnStep<Body, Acc>{body, cell, acc, o, i0});
+      }
       ColumnMerge<Shape>(body, acc, smem, ti);
       if constexpr (Shape::kSplit > 1) {
         constexpr long long kLevelWords = (Shape::kSplit + 1) * Shape::kLanesI * Body::kExchangeWords;
@@ -173,7 +202,7 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
       }
     }
     if (active) body.Finish(acc, cell, o, i0);
-    ColumnLevels<L + 1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split,
+    ColumnLevels<L + 1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, ring, smem, barrier, slots, split,
                                      owner);
   }
 }
@@ -191,6 +220,7 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
   static_assert(Shape::kWait || (Body::kLevels == 1 && !Body::kStores),
                 "only a one-level body that stores no output of the full space has its split blocks not wait");
   constexpr long long kTiles = (Body::kI + Shape::kTileI - 1) / Shape::kTileI;
+  extern __shared__ __align__(16) char ring[];  // kRing: the streamed rows in flight
   __shared__ unsigned smem[Shape::kBlock / 32 * Shape::kLanesI * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];
   const int ti = threadIdx.x % Shape::kLanesI, tk = threadIdx.x / Shape::kLanesI;
   const int split = static_cast<int>(blockIdx.x % Shape::kSplit);
@@ -223,11 +253,11 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
     typename Body::Cell cell;
     if (active) body.BeginCell(o, i0, cell);
     bool owner = split == 0;  // the block that stores the per-column outputs
-    ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, smem, barrier, slots, split,
+    ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, ring, smem, barrier, slots, split,
                                  owner);
     if (active) {
       if constexpr (Body::kStores) {
-        ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ColumnStore<Body>{body, cell, o, i0});
+        ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ring, ColumnStore<Body>{body, cell, o, i0});
       }
       if (tk == 0 && owner) body.StoreCell(cell, o, i0);
     }

@@ -112,6 +112,21 @@ __device__ __forceinline__ void AsyncCopyWait() {
 #endif
 }
 
+// Closes this thread's CopyVecAsync copies issued since the last commit into a group.
+__device__ __forceinline__ void AsyncCopyCommit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void AsyncCopyWaitGroups() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
 // One chunk stored by one instruction. Through the store intrinsics for 8 and 16 bytes: a
 // plain assignment of a chunk assembled from 16-bit elements (or after reads from shared
 // memory) can be split by the compiler into 4-byte stores (seen in the tiled transpose kernel:
