@@ -427,7 +427,9 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   }
   // Columns streamed through a shared-memory ring (column_reduce.cuh's kRing): `chunk` slots per
   // thread, each one vector of every streamed input.
-  const int ring = column_ && p_.smem && p_.chunk > 0 && !vec_fields_.empty() ? static_cast<int>(std::clamp<int64_t>(p_.chunk, 2, 32)) : 0;
+  const int ring = column_ && p_.smem && p_.chunk > 0 && !vec_fields_.empty()
+                       ? static_cast<int>(std::clamp<int64_t>(p_.chunk, 2, 32))
+                       : 0;
   if (shared || ring > 0) {
     // Prefetch / LoadShared: the cached inputs of one slot, each input's slots together.
     int64_t before = 0;
@@ -515,8 +517,8 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   } else {
     const int64_t step = static_cast<int64_t>(threads) * V_;
     const int unroll = !cached && p_.chunk > 0 && p_.chunk % step == 0 ? static_cast<int>(std::clamp<int64_t>(p_.chunk / step, 1, 8)) : 1;
-    std::string flags = shared || no_wait ? (shared ? ", 1" : ", 0") : "";  // kSharedCache, kWait
-    if (no_wait) absl::StrAppend(&flags, ", 0");
+    // kSharedCache, then kWait (their defaults: 0, 1).
+    const std::string flags = no_wait ? absl::StrCat(", ", shared ? 1 : 0, ", 0") : shared ? ", 1" : "";
     call = absl::StrCat("kiln::RowKernel<Body, kiln::RowShape<", p_.block_size, ", ", threads, ", ", V_, ", ",
                         cached ? iters : 0, ", ", unroll, ", ", p_.split, flags, ">>(body, count, ",
                         ks.has_scratch ? "scratch" : "nullptr", ");");

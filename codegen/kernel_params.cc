@@ -268,11 +268,12 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
         }
       }
     }
+    // Waiting blocks must all be resident at once.
+    const int64_t most_split = waits ? 2 * device.sm_count : 1024;
     for (int split : splits) {
       KernelParams p = d;
       p.split = split;
-      const int64_t most = waits ? 2 * device.sm_count : 1024;
-      if (split >= 1 && split <= most && region.reduce->space.reduced >= split) add(p);
+      if (split >= 1 && split <= most_split && region.reduce->space.reduced >= split) add(p);
     }
     if (d.tile_n > 1) {  // a narrower tile: more tiles, fewer threads along K each
       KernelParams p = d;
@@ -284,7 +285,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       // A wider tile (longer contiguous segments of a row), its K over twice the blocks.
       KernelParams p = d;
       p.tile_n = d.tile_n * 2;
-      p.split = std::min<int64_t>(d.split * 2, std::max<int64_t>(space.reduced / 8, 1));
+      p.split = std::min<int64_t>({d.split * 2, std::max<int64_t>(space.reduced / 8, 1), most_split});
       if (p.block_size % p.tile_n == 0) add(p);
     }
     for (int block : {d.block_size / 2, d.block_size * 2}) {  // fewer or more threads along K

@@ -90,19 +90,20 @@ double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, in
          device.lone_block_phase_us;
 }
 
-// The time the model gives a reduction launch: every byte once at the bandwidth its blocks draw
-// (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
-// when the blocks' shares in flight fit in half of it), for split rows the blocks' waits for
-// each other once per level and wave of resident blocks, and a lone on-chip block's phases.
 double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
                     double waves) {
   if (split <= 1) return 0;
-  constexpr int64_t kFoldAhead = 4;  // SplitMerge's loads in flight per thread (4 or 8)
-  const int64_t rounds = 1 + (split + fold_threads * kFoldAhead - 1) / (std::max<int64_t>(fold_threads, 1) * kFoldAhead);
+  constexpr int64_t kFoldAhead = 4;  // SplitMerge's slots in flight per thread (4 or 8: the fewer)
+  const int64_t per_round = std::max<int64_t>(fold_threads, 1) * kFoldAhead;
+  const int64_t rounds = 1 + (split + per_round - 1) / per_round;  // the count, then the fold
   const double fold_us = static_cast<double>(rounds) * device.grid_sync_us / 2;
   return wait ? waves * levels * (device.grid_sync_us + fold_us) : fold_us;
 }
 
+// The time the model gives a reduction launch: every byte once at the bandwidth its blocks draw
+// (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
+// when the blocks' shares in flight fit in half of it), a split's merge (SplitMergeUs), and a
+// lone on-chip block's phases.
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
                    int64_t split, int levels, int64_t registers, int64_t smem_bytes, bool phases, bool split_waits,
                    int64_t fold_threads) {
