@@ -15,10 +15,11 @@
 //
 //   kiln_graph_diff [--mode plan|compile|gpu] [--seeds FIRST:COUNT] [--shard I/N] [--ops N]
 //                   [--max-elements N] [--arch sm_90a] [--save DIR] [--write DIR] [--stats]
-//                   [--no-matmul] [--replay FILE...]
+//                   [--no-matmul] [--seconds S] [--replay FILE...]
 //
-// Prints one line per failure and a summary; exit 0 when every graph passed, 1 otherwise, 2
-// for bad arguments.
+// --seconds S starts no seed after S seconds, so that a run fits a lease and still prints its
+// summary, which then names the first seed it did not check. Prints one line per failure and
+// a summary; exit 0 when every graph passed, 1 otherwise, 2 for bad arguments.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -63,6 +64,7 @@ struct Options {
   std::string save;
   std::string write;  // every generated graph as DIR/seed-N.kir (to look at, or to replay)
   bool stats = false;
+  double seconds = 0;  // 0: no time budget
   std::vector<std::string> replay;
 };
 
@@ -269,7 +271,7 @@ int Usage(const std::string& why) {
   std::cerr << "kiln_graph_diff: " << why
             << "\nusage: kiln_graph_diff [--mode plan|compile|gpu] [--seeds FIRST:COUNT] [--shard I/N] [--ops N]\n"
                "                       [--max-elements N] [--arch ARCH] [--save DIR] [--write DIR] [--stats]\n"
-               "                       [--no-matmul] [--replay FILE...]\n";
+               "                       [--no-matmul] [--seconds S] [--replay FILE...]\n";
   return 2;
 }
 
@@ -308,6 +310,8 @@ int Main(int argc, char** argv) {
       o.matmul = false;
     } else if (a == "--stats") {
       o.stats = true;
+    } else if (a == "--seconds") {
+      if (!absl::SimpleAtod(next(), &o.seconds) || !(o.seconds > 0)) return Usage("--seconds S with S > 0");
     } else if (a == "--replay") {
       while (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) o.replay.push_back(argv[++i]);
     } else {
@@ -347,8 +351,14 @@ int Main(int argc, char** argv) {
     if (stem.rfind("seed-", 0) == 0) (void)absl::SimpleAtoi(stem.substr(5), &seed);
     record(path, Check(**g, seed, o), **g);
   }
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::optional<uint64_t> stopped_at;  // the first seed --seconds left unchecked
   for (uint64_t seed = o.first; seed < o.first + o.count; ++seed) {
     if (static_cast<int>(seed % o.shards) != o.shard) continue;
+    if (o.seconds > 0 && elapsed() >= o.seconds) {
+      stopped_at = seed;
+      break;
+    }
     const int ops = o.ops.value_or(DefaultOpsForSeed(seed));
     auto g = RandomGraph(seed, RandomGraphOptions{ops, o.max_elements, o.matmul});
     if (!g.ok()) {
@@ -371,11 +381,11 @@ int Main(int argc, char** argv) {
                 << small.verdict.message << ")\n";
     }
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << absl::StrFormat(
-      "graph_diff %s: %d graphs, %d ops, %d regions, %d kernels; %d errors, %d mismatches; %.1f s\n",
+      "graph_diff %s: %d graphs, %d ops, %d regions, %d kernels; %d errors, %d mismatches; %.1f s%s\n",
       o.mode == Mode::kPlan ? "plan" : o.mode == Mode::kCompile ? "compile" : "gpu", graphs, ops_total,
-      regions_total, kernels_total, errors, mismatches, seconds);
+      regions_total, kernels_total, errors, mismatches, elapsed(),
+      stopped_at ? absl::StrCat("; --seconds stopped it before seed ", *stopped_at) : "");
   if (o.stats) {
     for (const auto& [k, n] : region_kinds) std::cout << absl::StrFormat("  region kind %-16s %d\n", k, n);
   }
