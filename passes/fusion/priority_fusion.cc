@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -135,6 +136,120 @@ bool Beats(bool a_recompute, double a_saved, bool b_recompute, double b_saved) {
   return a_saved > b_saved;
 }
 
+// The allowed, profitable candidates in the order they are weighed (by slot), as blocks of
+// consecutive entries that keep their best merge and recompute saving: a pick skips every
+// block none of whose entries could beat the incumbent, and an insert or erase moves one
+// block's entries. One sorted vector cost O(candidates) per insert, erase and pick, which
+// made planning quadratic past ~20,000 ops (a 200,000-op chain: 74 s).
+template <typename Slot, typename Cand>
+class EligibleList {
+ public:
+  struct Entry {
+    Slot slot;
+    Cand* cand;
+    bool recompute;
+    double saved;
+    bool operator<(const Entry& o) const { return slot < o.slot; }
+  };
+
+  void Insert(const Entry& e) {
+    if (blocks_.empty()) {
+      blocks_.emplace_back();
+      blocks_.back().entries.push_back(e);
+      blocks_.back().Refresh();
+      return;
+    }
+    Block& b = blocks_[BlockOf(e.slot)];
+    b.entries.insert(std::lower_bound(b.entries.begin(), b.entries.end(), e), e);
+    b.Refresh();
+    if (b.entries.size() > 2 * kBlock) Split(BlockOf(e.slot));
+  }
+
+  void Erase(const Slot& slot) {
+    if (blocks_.empty()) return;
+    const size_t bi = BlockOf(slot);
+    Block& b = blocks_[bi];
+    Entry key{slot, nullptr, false, 0};
+    auto it = std::lower_bound(b.entries.begin(), b.entries.end(), key);
+    if (it == b.entries.end() || !(it->slot == slot)) return;
+    b.entries.erase(it);
+    b.Refresh();
+    if (b.entries.empty()) blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(bi));
+  }
+
+  // The entries in slot order, each weighed against the best so far by `beats(e, best)`;
+  // `keep(e)` is asked of each one that would become the best and drops it when false.
+  // Returns the best one's candidate, or null. Blocks whose best merge and best recompute
+  // both lose to the incumbent are skipped whole: `beats` grows with e.saved for each mode.
+  template <typename Beats, typename Keep>
+  Cand* Pick(Beats beats, Keep keep) {
+    std::optional<Entry> best;
+    for (size_t bi = 0; bi < blocks_.size();) {
+      Block& b = blocks_[bi];
+      if (best && !beats(Entry{Slot{}, nullptr, false, b.best_merge}, *best) &&
+          !beats(Entry{Slot{}, nullptr, true, b.best_recompute}, *best)) {
+        ++bi;
+        continue;
+      }
+      bool changed = false;
+      for (size_t i = 0; i < b.entries.size();) {
+        const Entry& e = b.entries[i];
+        if (best && !beats(e, *best)) {
+          ++i;
+          continue;
+        }
+        if (!keep(e)) {
+          b.entries.erase(b.entries.begin() + static_cast<std::ptrdiff_t>(i));
+          changed = true;
+          continue;
+        }
+        best = e;
+        ++i;
+      }
+      if (changed) b.Refresh();
+      if (b.entries.empty()) {
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(bi));
+      } else {
+        ++bi;
+      }
+    }
+    return best ? best->cand : nullptr;
+  }
+
+ private:
+  static constexpr size_t kBlock = 256;
+  struct Block {
+    std::vector<Entry> entries;
+    double best_merge = -1e300, best_recompute = -1e300;
+    void Refresh() {
+      best_merge = best_recompute = -1e300;
+      for (const Entry& e : entries) {
+        double& best = e.recompute ? best_recompute : best_merge;
+        best = std::max(best, e.saved);
+      }
+    }
+  };
+
+  // The block that holds, or would hold, `slot`: the first whose last entry is not before it.
+  size_t BlockOf(const Slot& slot) const {
+    auto it = std::lower_bound(blocks_.begin(), blocks_.end(), slot,
+                               [](const Block& b, const Slot& s) { return b.entries.back().slot < s; });
+    return it == blocks_.end() ? blocks_.size() - 1 : static_cast<size_t>(it - blocks_.begin());
+  }
+
+  void Split(size_t bi) {
+    Block tail;
+    std::vector<Entry>& head = blocks_[bi].entries;
+    tail.entries.assign(head.begin() + static_cast<std::ptrdiff_t>(kBlock), head.end());
+    head.resize(kBlock);
+    blocks_[bi].Refresh();
+    tail.Refresh();
+    blocks_.insert(blocks_.begin() + static_cast<std::ptrdiff_t>(bi) + 1, std::move(tail));
+  }
+
+  std::vector<Block> blocks_;  // every block non-empty, blocks in slot order
+};
+
 // The live candidates of PlanFusion, each priced once, and the order they are weighed in.
 class LiveCandidates {
  public:
@@ -170,8 +285,7 @@ class LiveCandidates {
     Slot slot{p, c < 0 ? 1 : 0, c};
     Candidate& stored = live_.emplace(slot, std::move(cand)).first->second;
     if (!stored.allowed || !Profitable(stored.record)) return;
-    Entry e{slot, &stored, stored.record.mode == "recompute", stored.record.saved_us()};
-    eligible_.insert(std::lower_bound(eligible_.begin(), eligible_.end(), e), e);
+    eligible_.Insert({slot, &stored, stored.record.mode == "recompute", stored.record.saved_us()});
   }
 
   // Region r is gone: its candidates as producer and as consumer.
@@ -190,39 +304,21 @@ class LiveCandidates {
   // `acyclic` is asked of each one that would become the best and may refuse it for good.
   template <typename Check>
   const Candidate* Pick(Check acyclic) {
-    int best = -1;
-    for (size_t i = 0; i < eligible_.size();) {
-      const Entry& e = eligible_[i];
-      if (best >= 0 && !Beats(e.recompute, e.saved, eligible_[best].recompute, eligible_[best].saved)) {
-        ++i;
-        continue;
-      }
-      if (!acyclic(*e.cand)) {
-        eligible_.erase(eligible_.begin() + i);
-        continue;
-      }
-      best = static_cast<int>(i++);
-    }
-    return best < 0 ? nullptr : eligible_[best].cand;
+    using Entry = Eligible::Entry;
+    return eligible_.Pick(
+        [](const Entry& e, const Entry& best) { return Beats(e.recompute, e.saved, best.recompute, best.saved); },
+        [&](const Entry& e) { return acyclic(*e.cand); });
   }
 
  private:
-  struct Entry {
-    Slot slot;
-    Candidate* cand;
-    bool recompute;
-    double saved;
-    bool operator<(const Entry& o) const { return slot < o.slot; }
-  };
+  using Eligible = EligibleList<Slot, Candidate>;
   void Erase(const Slot& slot) {
-    Entry key{slot, nullptr, false, 0};
-    auto e = std::lower_bound(eligible_.begin(), eligible_.end(), key);
-    if (e != eligible_.end() && e->slot == slot) eligible_.erase(e);
+    eligible_.Erase(slot);
     live_.erase(slot);
   }
 
   std::map<Slot, Candidate> live_;
-  std::vector<Entry> eligible_;  // the allowed and profitable ones, by slot
+  Eligible eligible_;  // the allowed and profitable ones, by slot
   std::map<int, std::vector<int>> consumers_;
   absl::flat_hash_map<int, std::set<int>> producers_;
 };
