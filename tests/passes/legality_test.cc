@@ -2,9 +2,9 @@
 // acceptance) under that rule.
 #include "passes/fusion/legality.h"
 #include "passes/fusion/matmul_epilogue.h"
-#include "absl/strings/str_cat.h"
 #include "passes/fusion/reduce_placement.h"
 
+#include "absl/strings/str_cat.h"
 #include "passes/fusion/priority_fusion.h"
 #include "tests/passes/pass_test_util.h"
 
@@ -361,6 +361,32 @@ TEST(LegalityTest, UnprofitableMergesAreRecordedWithTheirPrices) {
     EXPECT_FALSE(r.rule.empty());
     EXPECT_GT(r.unfused_us(), 0);
   }
+}
+
+// A producer read by `consumers` matmuls (regions it cannot join): its recompute is priced up
+// to 16 consumers, and past that refused unpriced ("recompute-fanout"), so that a value read
+// by thousands of regions is not re-described at every merge of one of them.
+Plan FanOut(int consumers) {
+  std::string text = "graph g(x: f32[64,64], w: f32[64,64]) {\n  a: f32[64,64] = neg(x)\n";
+  std::string outs;
+  for (int i = 0; i < consumers; ++i) {
+    absl::StrAppend(&text, "  m", i, ": f32[64,64] = matmul(a, w)\n  t", i, ": f32[64,64] = tanh(m", i, ")\n");
+    absl::StrAppend(&outs, i ? ", " : "", "t", i);
+  }
+  return PlanText(absl::StrCat(text, "  return ", outs, "\n}"));
+}
+
+TEST(LegalityTest, RecomputeIntoManyConsumersIsRefusedUnpriced) {
+  Plan few = FanOut(3);
+  EXPECT_EQ(FindRule(few.plan, "recompute-fanout"), nullptr);
+  Plan many = FanOut(17);
+  const FusionRecord* r = FindRule(many.plan, "recompute-fanout");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->verdict, "refuse");
+  EXPECT_EQ(r->consumer_ids.size(), 17u);
+  EXPECT_EQ(r->producer_nodes, std::vector<std::string>{"a"});
+  EXPECT_NE(r->reason.find("at most 16"), std::string::npos) << r->reason;
+  EXPECT_EQ(r->saved_us(), 0);
 }
 
 }  // namespace
