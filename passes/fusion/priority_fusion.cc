@@ -90,23 +90,6 @@ std::optional<Candidate> PriceRecompute(FusionState& state, const DeviceSpec& de
   for (const Graph::Output& out : graph.outputs()) {
     if (rp.Contains(out.node)) return std::nullopt;  // a graph output is written once, by its home
   }
-  if (consumers.size() > kMaxRecomputeConsumers) {  // refused unpriced: the consumers are not described
-    Candidate cand;
-    FusionRecord& rec = cand.record;
-    rec.mode = "recompute";
-    rec.producer_id = p;
-    rec.consumer_ids = consumers;
-    rec.producer_nodes = Names(rp.nodes);
-    rec.producer_kind = RegionKindName(rp.kind);
-    rec.times.unfused = rec.times.fused = EstimateRunTime(rp, device);
-    rec.verdict = "refuse";
-    rec.rule = "recompute-fanout";
-    rec.reason = absl::StrFormat("producer has %d consumer regions; kiln recomputes a producer in at most %d (not priced)",
-                                 consumers.size(), kMaxRecomputeConsumers);
-    return cand;
-  }
-  std::vector<Region> before;
-  for (int c : consumers) before.push_back(state.Describe(c));
   Candidate cand;
   FusionRecord& rec = cand.record;
   rec.mode = "recompute";
@@ -115,6 +98,16 @@ std::optional<Candidate> PriceRecompute(FusionState& state, const DeviceSpec& de
   rec.producer_nodes = Names(rp.nodes);
   rec.producer_kind = RegionKindName(rp.kind);
   rec.times.unfused = EstimateRunTime(rp, device);
+  if (consumers.size() > kMaxRecomputeConsumers) {  // refused unpriced: the consumers are not described
+    rec.times.fused = rec.times.unfused;
+    rec.verdict = "refuse";
+    rec.rule = "recompute-fanout";
+    rec.reason = absl::StrFormat("producer has %d consumer regions; kiln recomputes a producer in at most %d (not priced)",
+                                 consumers.size(), kMaxRecomputeConsumers);
+    return cand;
+  }
+  std::vector<Region> before;
+  for (int c : consumers) before.push_back(state.Describe(c));
   cand.allowed = true;
   cand.consumers = consumers;
   FusionDecision refusal = FusionDecision::Allow("recompute");
