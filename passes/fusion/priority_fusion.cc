@@ -168,16 +168,12 @@ class EligibleList {
   };
 
   void Insert(const Entry& e) {
-    if (blocks_.empty()) {
-      blocks_.emplace_back();
-      blocks_.back().entries.push_back(e);
-      blocks_.back().Refresh();
-      return;
-    }
-    Block& b = blocks_[BlockOf(e.slot)];
+    if (blocks_.empty()) blocks_.emplace_back();  // the only block that is ever empty, briefly
+    const size_t bi = BlockOf(e.slot);
+    Block& b = blocks_[bi];
     b.entries.insert(std::lower_bound(b.entries.begin(), b.entries.end(), e), e);
     b.Refresh();
-    if (b.entries.size() > 2 * kBlock) Split(BlockOf(e.slot));
+    if (b.entries.size() > 2 * kBlock) Split(bi);
   }
 
   void Erase(const Slot& slot) {
@@ -245,10 +241,12 @@ class EligibleList {
     }
   };
 
-  // The block that holds, or would hold, `slot`: the first whose last entry is not before it.
+  // The block that holds, or would hold, `slot`: the first whose last entry is not before it
+  // (an empty block, the first Insert's, is not before anything).
   size_t BlockOf(const Slot& slot) const {
-    auto it = std::lower_bound(blocks_.begin(), blocks_.end(), slot,
-                               [](const Block& b, const Slot& s) { return b.entries.back().slot < s; });
+    auto it = std::lower_bound(blocks_.begin(), blocks_.end(), slot, [](const Block& b, const Slot& s) {
+      return !b.entries.empty() && b.entries.back().slot < s;
+    });
     return it == blocks_.end() ? blocks_.size() - 1 : static_cast<size_t>(it - blocks_.begin());
   }
 
