@@ -3,11 +3,13 @@
 
 For each configuration (issue 11's benchmark: 32k tokens, 32 heads, D = 128 and 64, S in
 {1024, 4096, 8192, 16384}, causal and not; decoding S = 1 against T = 8192 and 65536, B = 32,
-grouped-query heads 8 to 1) this writes a kiln JSON graph (attention over bf16 q, k, v; for
+grouped-query heads 8 to 1; and f32 at 16k and 4k tokens, D 64 and 128, which kiln runs as
+3xTF32 products and SDPA on its memory-efficient backend) this writes a kiln JSON graph (attention over bf16 q, k, v; for
 GQA the K/V head expansion written as exporters do, reshape -> broadcast_to -> reshape, which
 kiln folds into its indexing), times it with `kiln bench` (a separate process: CUDA events,
 median, its own random inputs), and times F.scaled_dot_product_attention in this process with
-the default backend (cuDNN on the H100), the flash backend and cuDNN explicitly: CUDA events
+the default backend (cuDNN on the H100), the flash backend and cuDNN explicitly (f32: the
+default, memory-efficient and math backends): CUDA events
 around each call, median of --reps after warm-up, random inputs. TFLOP/s count 4 B H S T D
 (halved when causal, the FlashAttention convention). --check also runs one graph through
 `kiln run --inputs/--outputs` on torch's inputs and compares with SDPA in float32.
@@ -23,13 +25,19 @@ import subprocess
 import sys
 import tempfile
 
-CONFIGS = []  # name, B, Hq, Hkv, S, T, D, causal
+CONFIGS = []  # name, B, Hq, Hkv, S, T, D, causal, dtype
 for d in (128, 64):
     for s in (1024, 4096, 8192, 16384):
         for causal in (False, True):
-            CONFIGS.append((f"S{s}_D{d}{'_causal' if causal else ''}", 32768 // s, 32, 32, s, s, d, causal))
+            CONFIGS.append((f"S{s}_D{d}{'_causal' if causal else ''}", 32768 // s, 32, 32, s, s, d, causal, "bf16"))
 for t in (8192, 65536):
-    CONFIGS.append((f"decode_T{t}_gqa8", 32, 32, 4, 1, t, 128, False))
+    CONFIGS.append((f"decode_T{t}_gqa8", 32, 32, 4, 1, t, 128, False, "bf16"))
+for d in (64, 128):
+    for s in (1024, 4096):
+        for causal in (False, True):
+            CONFIGS.append((f"f32_S{s}_D{d}{'_causal' if causal else ''}", 16384 // s, 16, 16, s, s, d, causal, "f32"))
+CONFIGS.append(("f32_decode_T8192_gqa4", 16, 16, 4, 1, 8192, 64, False, "f32"))
+TORCH_DTYPE = {"bf16": "bfloat16", "f32": "float32"}
 
 
 def flops(b, hq, s, t, d, causal):
@@ -37,11 +45,11 @@ def flops(b, hq, s, t, d, causal):
     return f / 2 if causal else f
 
 
-def graph(name, b, hq, hkv, s, t, d, causal):
+def graph(name, b, hq, hkv, s, t, d, causal, dtype="bf16"):
     """The kiln JSON graph of one configuration (docs/graph-format.md)."""
-    inputs = [{"name": "q", "dtype": "bf16", "shape": [b, hq, s, d]},
-              {"name": "k", "dtype": "bf16", "shape": [b, hkv, t, d]},
-              {"name": "v", "dtype": "bf16", "shape": [b, hkv, t, d]}]
+    inputs = [{"name": "q", "dtype": dtype, "shape": [b, hq, s, d]},
+              {"name": "k", "dtype": dtype, "shape": [b, hkv, t, d]},
+              {"name": "v", "dtype": dtype, "shape": [b, hkv, t, d]}]
     nodes, k, v = [], "k", "v"
     if hkv != hq:
         g = hq // hkv
@@ -78,17 +86,25 @@ def time_torch(fn, reps, warmup=5):
     return statistics.median(times)
 
 
-def sdpa_times(b, hq, hkv, s, t, d, causal, reps):
+def backends(dtype):
+    from torch.nn.attention import SDPBackend
+    if dtype == "f32":  # flash and cuDNN take 16-bit inputs only
+        return (("default", None), ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH))
+    return (("default", None), ("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION))
+
+
+def sdpa_times(b, hq, hkv, s, t, d, causal, dtype, reps):
     import torch
     import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    q = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(b, hkv, t, d, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(b, hkv, t, d, device="cuda", dtype=torch.bfloat16)
+    from torch.nn.attention import sdpa_kernel
+    tdtype = getattr(torch, TORCH_DTYPE[dtype])
+    q = torch.randn(b, hq, s, d, device="cuda", dtype=tdtype)
+    k = torch.randn(b, hkv, t, d, device="cuda", dtype=tdtype)
+    v = torch.randn(b, hkv, t, d, device="cuda", dtype=tdtype)
     gqa = hkv != hq
     call = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
     out = {}
-    for label, backend in (("default", None), ("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+    for label, backend in backends(dtype):
         try:
             if backend is None:
                 out[label] = time_torch(call, reps)
@@ -106,7 +122,7 @@ def check(kiln, workdir):
     import numpy as np
     import torch
     import torch.nn.functional as F
-    name, b, hq, hkv, s, t, d, causal = ("check_S1000_D128_causal", 2, 8, 8, 1000, 1000, 128, True)
+    name, b, hq, hkv, s, t, d, causal, dtype = ("check_S1000_D128_causal", 2, 8, 8, 1000, 1000, 128, True, "bf16")
     path = os.path.join(workdir, name + ".json")
     with open(path, "w") as f:
         json.dump(graph(name, b, hq, hkv, s, t, d, causal), f)
@@ -139,27 +155,27 @@ def main():
     if args.list:
         for c in configs:
             print(f"{c[0]:<24} B {c[1]:>3} Hq {c[2]} Hkv {c[3]} S {c[4]:>6} T {c[5]:>6} D {c[6]} "
-                  f"{'causal' if c[7] else 'full'}  {flops(c[1], c[2], c[4], c[5], c[6], c[7]) / 1e12:.2f} TFLOP")
+                  f"{'causal' if c[7] else 'full'} {c[8]}  {flops(c[1], c[2], c[4], c[5], c[6], c[7]) / 1e12:.2f} TFLOP")
         return 0
     rows, workdir = [], tempfile.mkdtemp(prefix="kiln-attn-")
     result = {"configs": rows}
     if args.check:
         result["check"] = check(args.kiln, workdir)
         print("check:", result["check"], flush=True)
-    for name, b, hq, hkv, s, t, d, causal in configs:
+    for name, b, hq, hkv, s, t, d, causal, dtype in configs:
         path = os.path.join(workdir, name + ".json")
         with open(path, "w") as f:
-            json.dump(graph(name, b, hq, hkv, s, t, d, causal), f)
-        row = {"name": name, "B": b, "Hq": hq, "Hkv": hkv, "S": s, "T": t, "D": d, "causal": causal,
+            json.dump(graph(name, b, hq, hkv, s, t, d, causal, dtype), f)
+        row = {"name": name, "B": b, "Hq": hq, "Hkv": hkv, "S": s, "T": t, "D": d, "causal": causal, "dtype": dtype,
                "tflop": flops(b, hq, s, t, d, causal) / 1e12}
         row["kiln"] = run_kiln(args.kiln, path, args.reps)
         if not args.no_torch:
-            row["sdpa"] = sdpa_times(b, hq, hkv, s, t, d, causal, args.reps)
+            row["sdpa"] = sdpa_times(b, hq, hkv, s, t, d, causal, dtype, args.reps)
         rows.append(row)
         k = row["kiln"]
         kus = k.get("graph_us")
         line = f"{name:<22} kiln {kus if kus else float('nan'):9.1f} us {row['tflop'] / (kus or float('nan')) * 1e6:6.0f} TF/s"
-        for label in ("default", "flash", "cudnn"):
+        for label in ("default", "flash", "cudnn", "efficient", "math"):
             us = row.get("sdpa", {}).get(label)
             if us:
                 line += f" | {label} {us:8.1f} us {row['tflop'] / us * 1e6:5.0f} TF/s x{us / kus if kus else 0:.2f}"

@@ -1,5 +1,7 @@
 // attention.cuh: tiled attention (region kind attention), FlashAttention-2 style on the
-// mma.sync tensor-core path (sm_80 and later; 16-bit inputs, f32 accumulation).
+// mma.sync tensor-core path (sm_80 and later; f32 accumulation): 16-bit inputs as m16n8k16
+// products, f32 inputs as 3xTF32 m16n8k8 products (mma_sync.cuh Mma<float>: f32-grade
+// accuracy at about a sixth of the 16-bit rate).
 //
 //   y[b, i, :] = sum_j softmax_j(s[b, i, j]) v[b, j, :],
 //   s[b, i, j] = scale q[b, i, :] . k[b, j, :] + mask[b, i, j], -inf where causal and j > i
@@ -9,7 +11,7 @@
 // of kBlockN rows stream through kStages shared-memory buffers (cp.async, zero-filled past the
 // tensor), and the scores of one key tile never leave registers: an online softmax (running
 // max and sum per row, in f32, exponentials as 2^x) rescales the output accumulators, and the
-// probabilities, rounded to the input's 16-bit type, are the A fragments of P.V. The S x T
+// probabilities (rounded to the input's type when it is 16-bit) are the A fragments of P.V. The S x T
 // scores are never stored. Each warp owns kMTiles tiles of 16 rows; causal blocks compute key
 // tiles only up to their last row (tiles past the diagonal are skipped, not masked).
 //
@@ -23,8 +25,8 @@
 // Codegen (codegen/emit_attention.cc) generates only the Body: where each operand lives (the
 // layout ops around attention folded into pointer arithmetic: AttentionPlan), the mask, and
 // the constants. Body contract:
-//   using T;                                     __half or __nv_bfloat16
-//   static constexpr int kD, kE;                 head dims of q/k and of v (multiples of 8)
+//   using T;                                     __half, __nv_bfloat16 or float
+//   static constexpr int kD, kE;                 head dims of q/k and of v (16-byte rows)
 //   static constexpr int kS, kT, kG;             query and key lengths, query heads per K/V head
 //   static constexpr bool kCausal, kHasMask;
 //   static constexpr float kScaleLog2;           scale * log2(e)
@@ -126,18 +128,19 @@ struct SplitScratch {
 };
 
 // Rows [row0, row0 + kRows) of an operand, kCols (padded) columns, into shared memory, 16 bytes
-// per cp.async, the threads of the block taking consecutive chunks (coalesced reads); row_ptr(r)
+// (kVec elements) per cp.async, the threads of the block taking consecutive chunks (coalesced reads); row_ptr(r)
 // is row r's first element, or null past the operand (zeros are written), and columns from
 // cols_valid on are zeros too. place(r, col) is where element (r, col) goes.
 template <int kRows, int kCols, int kThreads, class T, class Place, class RowPtr>
 __device__ __forceinline__ void LoadRows(const Place& place, int row0, int cols_valid, const RowPtr& row_ptr) {
-  constexpr int kChunks = kCols / 8;  // 16-byte chunks per row
-  static_assert(kCols % 8 == 0, "rows are whole 16-byte chunks");
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kChunks = kCols / kVec;  // 16-byte chunks per row
+  static_assert(kCols % kVec == 0, "rows are whole 16-byte chunks");
 #pragma unroll
   for (int i = 0; i < (kRows * kChunks + kThreads - 1) / kThreads; ++i) {
     const int c = static_cast<int>(threadIdx.x) + i * kThreads;
     if (kRows * kChunks % kThreads != 0 && c >= kRows * kChunks) break;
-    const int r = c / kChunks, col = (c % kChunks) * 8;
+    const int r = c / kChunks, col = (c % kChunks) * kVec;
     const T* row = row_ptr(row0 + r);
     const bool valid = row != nullptr && col < cols_valid;
     CpAsync16(place(r, col), valid ? row + col : ZeroFillSource<T>(), valid);
@@ -329,7 +332,7 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
       for (int e = 0; e < kEP / 8; ++e) {
         const int col = e * 8 + 2 * t;
         if (col >= Body::kE) continue;
-        *reinterpret_cast<unsigned*>(out + col) = Mma<T>::Pack(o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
+        Mma<T>::Store2(out + col, o[mt][e][2 * h] * inv, o[mt][e][2 * h + 1] * inv);
       }
     }
   }
@@ -344,9 +347,12 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   constexpr int kBM = Shape::kBlockM, kBN = Shape::kBlockN, kMT = Shape::kMTiles, kThreads = Shape::kThreads;
   constexpr int kStages = Shape::kStages, kSplit = Shape::kSplit;
   constexpr int kDP = attn::RoundUp16(Body::kD), kEP = attn::RoundUp16(Body::kE);
-  constexpr int kQS = kDP + 8, kKS = kDP + 8, kVS = kEP + 8;  // padded rows: conflict-free ldmatrix
-  constexpr int kR = attn::Rows<Body>::kR;                     // query rows of one K/V batch
-  static_assert(Body::kD % 8 == 0 && Body::kE % 8 == 0, "head dims are whole 16-byte chunks");
+  // kVec elements make 16 bytes (one cp.async, one ldmatrix row); a product's k step is 32
+  // bytes: kStep elements (m16n8k16 for 16-bit types, m16n8k8 for f32).
+  constexpr int kVec = 16 / sizeof(T), kStep = 2 * kVec;
+  constexpr int kQS = kDP + kVec, kKS = kDP + kVec, kVS = kEP + kVec;  // rows padded by 16 bytes: conflict-free
+  constexpr int kR = attn::Rows<Body>::kR;                             // query rows of one K/V batch
+  static_assert(Body::kD % kVec == 0 && Body::kE % kVec == 0, "head dims are whole 16-byte chunks");
   static_assert(Body::kS >= 1 && Body::kT >= 1 && Body::kG >= 1, "attention over empty sequences is not launched");
 
   extern __shared__ __align__(16) unsigned char attention_smem[];
@@ -391,12 +397,11 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   }
 
   // ldmatrix addressing of this lane: A (Q) fragments, B fragments of K (non-transposed) and
-  // of V (transposed), each x4 covering two 8-wide n blocks of one k16 step.
-  const int a_row = lane % 16, a_col = (lane / 16) * 8;
-  const int kb_row = (lane / 16) * 8 + lane % 8, kb_col = ((lane / 8) % 2) * 8;
-  const int vb_row = ((lane / 8) % 2) * 8 + lane % 8, vb_col = (lane / 16) * 8;
+  // of V (transposed, 16-bit only), each x4 covering two 8-wide n blocks of one k step.
+  const int a_row = lane % 16, a_col = (lane / 16) * kVec;
+  const int kb_row = (lane / 16) * 8 + lane % 8, kb_col = ((lane / 8) % 2) * kVec;
 
-  unsigned qf[Shape::kQInRegs ? kMT : 1][kDP / 16][4];
+  unsigned qf[Shape::kQInRegs ? kMT : 1][kDP / kStep][4];
   float o[kMT][kEP / 8][4];
   float row_max[kMT][2], row_sum[kMT][2];
 #pragma unroll
@@ -420,8 +425,8 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
-          for (int kk = 0; kk < kDP / 16; ++kk) {
-            attn::LdMatrixX4(qf[mt][kk], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * 16 + a_col);
+          for (int kk = 0; kk < kDP / kStep; ++kk) {
+            attn::LdMatrixX4(qf[mt][kk], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * kStep + a_col);
           }
         }
       }
@@ -449,7 +454,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     auto load_step = [&](int kk, int buf) {
 #pragma unroll
       for (int nb = 0; nb < kBN / 16; ++nb) {
-        attn::LdMatrixX4(kf[buf][nb], cK + (nb * 16 + kb_row) * kKS + kk * 16 + kb_col);
+        attn::LdMatrixX4(kf[buf][nb], cK + (nb * 16 + kb_row) * kKS + kk * kStep + kb_col);
       }
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
@@ -457,14 +462,14 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
 #pragma unroll
           for (int r = 0; r < 4; ++r) qa[buf][mt][r] = qf[mt][kk][r];
         } else {
-          attn::LdMatrixX4(qa[buf][mt], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * 16 + a_col);
+          attn::LdMatrixX4(qa[buf][mt], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * kStep + a_col);
         }
       }
     };
     load_step(0, 0);
 #pragma unroll
-    for (int kk = 0; kk < kDP / 16; ++kk) {
-      if (kk + 1 < kDP / 16) load_step(kk + 1, (kk + 1) % 2);
+    for (int kk = 0; kk < kDP / kStep; ++kk) {
+      if (kk + 1 < kDP / kStep) load_step(kk + 1, (kk + 1) % 2);
 #pragma unroll
       for (int nb = 0; nb < kBN / 16; ++nb) {
 #pragma unroll
@@ -479,29 +484,56 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
     attn::SoftmaxStep<Body>(s, o, row_max, row_sum);
 
-    // o += p v: the score accumulators of two 8-key blocks are the A fragment of a k16 step.
-    // The V fragment of step i + 2 is loaded while the products of step i run (three buffers
-    // over the unrolled (kk, eb) sequence).
-    constexpr int kEB = kEP / 16, kVSteps = kBN / 16 * kEB;
-    unsigned vf[3][4];
-    auto load_v = [&](int i) {
-      attn::LdMatrixX4Trans(vf[i % 3], cV + ((i / kEB) * 16 + vb_row) * kVS + (i % kEB) * 16 + vb_col);
-    };
-    load_v(0);
-    if (kVSteps > 1) load_v(1);
-    unsigned pa[kMT][4];
+    if constexpr (sizeof(T) == 2) {
+      // o += p v: the score accumulators of two 8-key blocks are the A fragment of a k16 step.
+      // The V fragment of step i + 2 is loaded while the products of step i run (three buffers
+      // over the unrolled (kk, eb) sequence).
+      constexpr int kEB = kEP / 16, kVSteps = kBN / 16 * kEB;
+      const int vb_row = ((lane / 8) % 2) * 8 + lane % 8, vb_col = (lane / 16) * 8;
+      unsigned vf[3][4];
+      auto load_v = [&](int i) {
+        attn::LdMatrixX4Trans(vf[i % 3], cV + ((i / kEB) * 16 + vb_row) * kVS + (i % kEB) * 16 + vb_col);
+      };
+      load_v(0);
+      if (kVSteps > 1) load_v(1);
+      unsigned pa[kMT][4];
 #pragma unroll
-    for (int i = 0; i < kVSteps; ++i) {
-      const int kk = i / kEB, eb = i % kEB;
-      if (i + 2 < kVSteps) load_v(i + 2);
-      if (eb == 0) {
+      for (int i = 0; i < kVSteps; ++i) {
+        const int kk = i / kEB, eb = i % kEB;
+        if (i + 2 < kVSteps) load_v(i + 2);
+        if (eb == 0) {
 #pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) attn::PackP<T>(pa[mt], s[mt], kk);
+          for (int mt = 0; mt < kMT; ++mt) attn::PackP<T>(pa[mt], s[mt], kk);
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          M::Run(o[mt][2 * eb], pa[mt], vf[i % 3][0], vf[i % 3][1]);
+          M::Run(o[mt][2 * eb + 1], pa[mt], vf[i % 3][2], vf[i % 3][3]);
+        }
       }
+    } else {
+      // f32: o += p v in k8 steps of 8 keys. Lane (g, t) holds the probabilities of keys 2t and
+      // 2t + 1 (rows g, g + 8) of 8-key block j; m16n8k8 takes them as its k = t and t + 4,
+      // which permutes the step's keys, and V's fragment is read with the same permutation:
+      // b0, b1 = V rows 2t and 2t + 1 at column g, two 32-bit loads (kVS is 4 mod 16 words,
+      // so the 32 lanes hit 32 banks). The sum over keys does not depend on their order.
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        M::Run(o[mt][2 * eb], pa[mt], vf[i % 3][0], vf[i % 3][1]);
-        M::Run(o[mt][2 * eb + 1], pa[mt], vf[i % 3][2], vf[i % 3][3]);
+      for (int j = 0; j < kBN / 8; ++j) {
+        unsigned pa[kMT][4];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          pa[mt][0] = __float_as_uint(s[mt][j][0]);
+          pa[mt][1] = __float_as_uint(s[mt][j][2]);
+          pa[mt][2] = __float_as_uint(s[mt][j][1]);
+          pa[mt][3] = __float_as_uint(s[mt][j][3]);
+        }
+        const T* vrow = cV + (j * 8 + 2 * t) * kVS + g;
+#pragma unroll
+        for (int e = 0; e < kEP / 8; ++e) {
+          const unsigned b0 = __float_as_uint(vrow[e * 8]), b1 = __float_as_uint(vrow[kVS + e * 8]);
+#pragma unroll
+          for (int mt = 0; mt < kMT; ++mt) M::Run(o[mt][e], pa[mt], b0, b1);
+        }
       }
     }
   }

@@ -216,7 +216,9 @@ int RegisterEstimate(const AttentionPlan& plan, const AttentionTiles& t, bool q_
   if (t.wgmma) {
     return (t.stages == 3 ? 2 : 1) * t.block_n / 2 + t.block_n / 4 + static_cast<int>(PaddedHeadDim(t, plan.E)) / 2 + 40;
   }
-  const int64_t per_tile = (q_in_registers ? PaddedHeadDim(plan.D) / 4 : 0) + t.block_n / 2 + PaddedHeadDim(plan.E) / 2;
+  // Q fragments: 4 registers per 32-byte k step, D / 4 for 16-bit types, D / 2 for f32.
+  const int64_t q_regs = PaddedHeadDim(plan.D) * ByteSize(plan.attention->dtype()) / 8;
+  const int64_t per_tile = (q_in_registers ? q_regs : 0) + t.block_n / 2 + PaddedHeadDim(plan.E) / 2;
   return static_cast<int>(1.25 * t.MTiles() * per_tile + 50);
 }
 }  // namespace
@@ -238,8 +240,9 @@ int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& t) {
     const int64_t d = PaddedHeadDim(t, plan.D), e = PaddedHeadDim(t, plan.E);
     return 2 * (t.block_m * d + t.stages * t.block_n * (d + e)) + 1024;
   }
-  const int64_t q_row = PaddedHeadDim(plan.D) + 8, v_row = PaddedHeadDim(plan.E) + 8;
-  return 2 * (t.block_m * q_row + t.stages * t.block_n * (q_row + v_row));
+  const int64_t bytes = ByteSize(plan.attention->dtype()), pad = 16 / bytes;
+  const int64_t q_row = PaddedHeadDim(plan.D) + pad, v_row = PaddedHeadDim(plan.E) + pad;
+  return bytes * (t.block_m * q_row + t.stages * t.block_n * (q_row + v_row));
 }
 
 bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tiles) {
@@ -272,6 +275,13 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
     return FusionDecision::Forbid("attention-tiles", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " on ", t.warps,
                                                                   " warps, ", t.stages, " stages are not a valid shape"));
   }
+  // f32's 3xTF32 splits hold a second m-tile's worth of registers: at two m-tiles a warp ptxas
+  // needs 240-255 registers and spills at D 48 (NVRTC 13.0, sm_90a; the estimate says 210).
+  if (ByteSize(plan.attention->dtype()) == 4 && t.MTiles() > 1) {
+    return FusionDecision::Forbid("attention-tiles", absl::StrCat("f32 tiles ", t.block_m, "x", t.block_n, " on ", t.warps,
+                                                                  " warps: one 16-row m-tile a warp (the 3xTF32 splits "
+                                                                  "take the registers of a second)"));
+  }
   const int64_t smem = AttentionSmemBytes(plan, t);
   if (smem > device.smem_per_block_bytes) {
     return FusionDecision::Forbid("attention-smem", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " need ", smem,
@@ -298,9 +308,14 @@ int SplitFor(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpe
 // The mma.sync kernel's default tiles (DefaultAttentionTiles without wgmma).
 AttentionTiles DefaultAttentionTilesMmaSync(const AttentionPlan& plan, const DeviceSpec& device) {
   const int64_t d = std::max(PaddedHeadDim(plan.D), PaddedHeadDim(plan.E));
+  const bool f32 = ByteSize(plan.attention->dtype()) == 4;
   AttentionTiles t;
   if (plan.group * plan.S <= 64) {
     t = {64, d <= 128 ? 64 : 32, 4, 2};  // decoding: warps past the rows skip the products
+  } else if (f32 && d <= 128) {
+    // 3xTF32 needs more registers: at D 128, 128 x 64 tiles take 255 a thread and one block an
+    // SM; 128 x 32, 224 (NVRTC 13.0, sm_90a). At D 32, 128 x 64 spills 28 bytes.
+    t = {128, 32, 8, 2};
   } else if (d <= 64) {
     t = {128, 64, 4, 2};
   } else if (d <= 128) {

@@ -84,7 +84,7 @@ int AttentionBlocksPerSm(const AttentionPlan& plan, const AttentionTiles& tiles,
 int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const AttentionTiles& tiles);
 // Head dims padded to the m16n8k16 products' 16.
 inline int64_t PaddedHeadDim(int64_t d) { return (d + 15) / 16 * 16; }
-// Dynamic shared memory of `tiles` (bytes, 16-bit elements): the Q tile and `stages` K and V
+// Dynamic shared memory of `tiles` (bytes): the Q tile and `stages` K and V
 // tiles, each row padded by 16 bytes (conflict-free ldmatrix); wgmma: unpadded rows of 64-wide
 // panels, plus 1 KiB to align them.
 int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& tiles);
@@ -97,7 +97,8 @@ bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tile
 FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles& tiles, const DeviceSpec& device);
 // The default: short queries (S <= 64, decoding) 64 rows on 4 warps; head dims up to 64, 128
 // rows on 4 warps (two m-tiles each); up to 128, 128 rows on 8 warps; beyond, 64 rows on 4
-// warps with 32-row key tiles. When the blocks would not fill two per SM, the key tiles are
+// warps with 32-row key tiles. f32 (3xTF32) keeps one m-tile a warp: 128 x 32 on 8 warps up
+// to head dim 128, then 64 x 32 on 4 warps. When the blocks would not fill two per SM, the key tiles are
 // split over more blocks (at least 4 tiles each, at most 16 splits). On a wgmma device, when
 // the blocks fill the SMs without a split: the sm_90a kernel (head dims up to 64: 128 x 64
 // tiles, 3 stages, two blocks per SM; up to 128: 192 x 128, 2 stages, or causal 192 x 64, 3

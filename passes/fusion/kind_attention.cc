@@ -11,13 +11,14 @@
 
 namespace kiln {
 
-// The template's limits: 16-bit floats on the tensor cores (mma.sync m16n8k16, f32
-// accumulation), head dims in multiples of 8 up to 256 (16-byte rows; the register budget).
+// The template's limits: f16 and bf16 on the tensor cores (mma.sync m16n8k16, f32
+// accumulation), f32 as three TF32 products (3xTF32: f32-grade accuracy); head dims in
+// multiples of 8 up to 256 (16-byte rows; the register budget).
 FusionDecision AttentionTemplateCovers(const Node& attention) {
   const DType t = attention.dtype();
-  if (t != DType::kBF16 && t != DType::kF16) {
-    return FusionDecision::Forbid("attention-dtype", absl::StrCat("the tiled template takes f16 and bf16; ", DTypeName(t),
-                                                                  " attention runs as matmul, softmax, matmul"));
+  if (t != DType::kBF16 && t != DType::kF16 && t != DType::kF32) {
+    return FusionDecision::Forbid("attention-dtype", absl::StrCat("the tiled template takes f16, bf16 and f32; ",
+                                                                  DTypeName(t), " attention runs as matmul, softmax, matmul"));
   }
   const Shape& q = attention.operand(0)->shape();
   const Shape& v = attention.operand(2)->shape();
@@ -59,6 +60,8 @@ FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& me
 // output each moved once. With few blocks the
 // longest one sets the time (causal: the last query block computes every key tile): it gets
 // the rate of one SM shared by its resident blocks.
+constexpr double kF32ProductCost = 6;
+
 RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   RunTimeEstimate e = TrafficAndWork(region);
   e.transcendentals = 0;
@@ -73,8 +76,11 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   // Causal, the wgmma kernel runs its executed tiles at about 0.8 of its full-attention rate
   // (the masked diagonal tiles, blocks of unequal length, short blocks' unhidden first tile):
   // bench/results/2026-11-24-h100-session3, 8 causal shapes, D 64 and 128.
+  // f32 runs three TF32 products per product, each at half the 16-bit rate (m16n8k8 against
+  // m16n8k16 in the same issue slots).
   const double rate = tiles.wgmma ? device.attention_wgmma_flops_per_us * (plan.causal ? 0.8 : 1.0)
-                                  : device.attention_flops_per_us;
+                      : ByteSize(plan.attention->dtype()) == 4 ? device.attention_flops_per_us / kF32ProductCost
+                                                               : device.attention_flops_per_us;
   FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
   const int64_t per_sm = std::min<int64_t>(AttentionBlocksPerSm(plan, tiles, device),
                                           (e.blocks + device.sm_count - 1) / device.sm_count);

@@ -2,8 +2,9 @@
 // of codegen_region_gpu_test): outputs poisoned, compared element by element at the kernel
 // tolerances of ir/compare.h, launched twice for bitwise determinism (region_check.h).
 // Sweeps: S and T over {1, 7, 64, 127, 128, 1000, 2048, 4097} in pairs (S != T included),
-// head dims 32-256 (48, 80, 96 too), causal or not, both 16-bit dtypes, batch x heads from 1 to
-// 64; q, k, v sliced out of one projection and the heads merged after (layouts folded);
+// head dims 32-256 (48, 80, 96 too), causal or not, both 16-bit dtypes (f32 in a sweep of
+// its own), batch x heads from 1 to 64; q, k, v sliced out of one projection and the heads
+// merged after (layouts folded);
 // additive masks [B,1,1,T], [1,1,S,T], [B,H,S,T] and boolean ones, rows fully masked;
 // grouped-query heads 1, 2, 4, 8 by broadcast; decoding with the group's heads packed into a
 // block and the keys split over blocks; scores scaled up so the softmax is peaked; and every
@@ -168,10 +169,34 @@ TEST_F(AttentionGpuTest, DecodingPacksGroupsAndSplitsKeys) {
   }
 }
 
+// f32 runs as 3xTF32 products and is held to the f32 kernel tolerance (1e-5 + 1e-4 |ref|):
+// lengths short and long, S != T, head dims 32-256, causal or not, peaked softmax rows, a
+// padding mask, grouped heads decoding with split keys, and the projection layouts folded.
+TEST_F(AttentionGpuTest, F32AtF32Tolerance) {
+  struct Case {
+    int64_t s, t, d;
+    bool causal;
+    double scale;
+  };
+  for (const Case& c : {Case{1, 1, 64, false, 0.0}, Case{7, 64, 32, true, 0.0}, Case{127, 1000, 64, false, 1.5},
+                        Case{1000, 127, 80, true, 0.0}, Case{300, 333, 128, true, 1.5}, Case{200, 200, 256, false, 0.0},
+                        Case{1, 4097, 128, false, 0.0}, Case{2048, 2048, 64, true, 0.0}}) {
+    const int64_t heads = c.s * c.t > (1 << 20) ? 1 : 3;
+    CheckAttention(absl::StrFormat("attn_f32_S%d_T%d_D%d_%s_scale%g", c.s, c.t, c.d, c.causal ? "causal" : "full",
+                                   c.scale),
+                   Plain("f32", 2, heads, c.s, c.t, c.d, c.causal, c.scale));
+  }
+  CheckAttention("attn_f32_mask_padding", R"(graph g(q: f32[2,4,100,64], k: f32[2,4,300,64], v: f32[2,4,300,64], m: f32[2,1,1,300]) {
+      y = attention(q, k, v, m) {causal = false, scale = 0.0}
+      return y })");
+  CheckAttention("attn_f32_decode_gqa", testing_codegen::GqaGraph("f32", 2, 16, 4, 1, 3000, 64, false, 0.0));
+  CheckAttention("attn_f32_qkv_causal", testing_codegen::QkvGraph("f32", 2, 130, 4, 64, true));
+}
+
 TEST_F(AttentionGpuTest, EveryTuningCandidate) {
   const std::string graphs[] = {Plain("bf16", 2, 3, 300, 333, 64, true, 0.0), Plain("f16", 1, 4, 129, 257, 128, false, 0.0),
                                 Plain("bf16", 1, 2, 100, 100, 256, true, 0.0), Plain("f16", 8, 4, 1, 2000, 128, false, 0.0),
-                                Plain("bf16", 1, 2, 700, 3000, 64, true, 0.0)};
+                                Plain("bf16", 1, 2, 700, 3000, 64, true, 0.0), Plain("f32", 2, 3, 300, 333, 64, true, 0.0)};
   for (const std::string& text : graphs) {
     auto analysis = Analyze(Parse(text), AnalyzeOptions{});
     ASSERT_TRUE(analysis.ok()) << analysis.status();

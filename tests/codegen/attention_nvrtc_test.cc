@@ -1,5 +1,5 @@
-// The attention template compiles with NVRTC over a sweep of head dims (32-256), both 16-bit
-// dtypes, masks, causal, decoding and E != D: every tile candidate for sm_90a at a few shapes
+// The attention template compiles with NVRTC over a sweep of head dims (32-256), f16, bf16 and
+// f32 (3xTF32), masks, causal, decoding and E != D: every tile candidate for sm_90a at a few shapes
 // (the default elsewhere; both the sm_90a wgmma and the mma.sync kernels), the mma.sync
 // default also for sm_80 (that path's oldest target);
 // no sm_90a default spills more than 16 bytes. Prints registers and compile times so CI logs carry them.
@@ -29,8 +29,9 @@ struct SweepCase {
 std::vector<SweepCase> SweepCases() {
   std::vector<SweepCase> out;
   for (int d : {32, 48, 64, 80, 96, 128, 256}) {
-    for (const char* dtype : {"bf16", "f16"}) {
-      const bool every = std::string(dtype) == "bf16" && (d == 64 || d == 128 || d == 256);
+    for (const char* dtype : {"bf16", "f16", "f32"}) {
+      const bool every = (std::string(dtype) == "bf16" && (d == 64 || d == 128 || d == 256)) ||
+                         (std::string(dtype) == "f32" && d == 64);
       out.push_back({absl::StrFormat("qkv %s D%d causal", dtype, d), QkvGraph(dtype, 1, 200, 2, d, true), every});
     }
   }
@@ -41,6 +42,10 @@ std::vector<SweepCase> SweepCases() {
   out.push_back({"decode f16 D128 S1 T4097",
                  R"(graph g(q: f16[4,8,1,128], k: f16[4,8,4097,128], v: f16[4,8,4097,128]) {
                       y = attention(q, k, v) {causal = false, scale = 0.0}
+                      return y })"});
+  out.push_back({"decode f32 D64 S1 T4097 mask",
+                 R"(graph g(q: f32[4,8,1,64], k: f32[4,8,4097,64], v: f32[4,8,4097,64], m: f32[4,1,1,4097]) {
+                      y = attention(q, k, v, m) {causal = false, scale = 0.0}
                       return y })"});
   out.push_back({"D64 E128", R"(graph g(q: bf16[1,2,70,64], k: bf16[1,2,90,64], v: bf16[1,2,90,128]) {
                       y = attention(q, k, v) {causal = true, scale = 0.2}

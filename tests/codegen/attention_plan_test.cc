@@ -107,9 +107,9 @@ TEST(AttentionPlanTest, PaddingMaskIsReadThroughItsBroadcast) {
 }
 
 TEST(AttentionPlanTest, UnsupportedCasesAreLoweredBeforeFusionWithAReason) {
-  // f32 and a head dim that is not a multiple of 8: the template refuses, lower_attention
+  // Head dims that are not a multiple of 8, or over 256: the template refuses, lower_attention
   // writes matmul, softmax, matmul, and no attention region remains.
-  for (const char* text : {R"(graph g(q: f32[1,2,16,64], k: f32[1,2,16,64], v: f32[1,2,16,64]) {
+  for (const char* text : {R"(graph g(q: f32[1,2,16,320], k: f32[1,2,16,320], v: f32[1,2,16,320]) {
                              y = attention(q, k, v) {causal = true, scale = 0.0}
                              return y })",
                            R"(graph g(q: bf16[1,2,16,20], k: bf16[1,2,16,20], v: bf16[1,2,16,20]) {
@@ -118,13 +118,39 @@ TEST(AttentionPlanTest, UnsupportedCasesAreLoweredBeforeFusionWithAReason) {
     Analysis a = AnalyzeText(text);
     EXPECT_EQ(AttentionRegion(a), nullptr) << text;
   }
-  auto g = ParseGraph(R"(graph g(q: f32[1,2,16,64], k: f32[1,2,16,64], v: f32[1,2,16,64]) {
+  auto g = ParseGraph(R"(graph g(q: f32[1,2,16,320], k: f32[1,2,16,320], v: f32[1,2,16,320]) {
       y = attention(q, k, v) {causal = true, scale = 0.0}
       return y })");
   ASSERT_TRUE(g.ok());
   const FusionDecision covers = AttentionTemplateCovers(*(*g)->outputs()[0].node);
   EXPECT_FALSE(covers);
-  EXPECT_EQ(covers.rule(), "attention-dtype");
+  EXPECT_EQ(covers.rule(), "attention-head-dim");
+}
+
+// f32 attention runs in the template (3xTF32), with tiles that fit twice-as-wide rows: the
+// 16-bit defaults fit as they are, with rows of 4-byte elements padded by 16 bytes.
+TEST(AttentionPlanTest, F32RunsInTheTemplateWithTilesThatFit) {
+  for (int d : {64, 128, 256}) {
+    const std::string shape = "[2,4,300," + std::to_string(d) + "]";
+    Analysis f32 = AnalyzeText("graph g(q: f32" + shape + ", k: f32" + shape + ", v: f32" + shape +
+                               ") {\n y = attention(q, k, v) {causal = true, scale = 0.0}\n return y }");
+    Analysis bf16 = AnalyzeText("graph g(q: bf16" + shape + ", k: bf16" + shape + ", v: bf16" + shape +
+                                ") {\n y = attention(q, k, v) {causal = true, scale = 0.0}\n return y }");
+    const Region* r = AttentionRegion(f32);
+    ASSERT_NE(r, nullptr) << d;
+    ASSERT_TRUE(r->placed && r->attention) << r->placed.reason();
+    DeviceSpec device = f32.plan.device;
+    device.wgmma = false;  // the 16-bit default on sm_90a is the wgmma kernel; compare mma.sync
+    const AttentionTiles t = DefaultAttentionTiles(*r->attention, device);
+    EXPECT_FALSE(t.wgmma);
+    EXPECT_TRUE(AttentionTilesFit(*r->attention, t, device)) << d;
+    const AttentionTiles t16 = DefaultAttentionTiles(*AttentionRegion(bf16)->attention, device);
+    EXPECT_EQ(t.block_m, t16.block_m) << d;
+    EXPECT_EQ(AttentionSmemBytes(*r->attention, t), 4 * (d + 4) * (t.block_m + 2 * t.stages * t.block_n)) << d;
+    for (const AttentionTiles& c : CandidateAttentionTiles(*r->attention, f32.plan.device)) {
+      EXPECT_FALSE(c.wgmma) << "the wgmma kernel is 16-bit only";
+    }
+  }
 }
 
 TEST(AttentionPlanTest, AResultReadTwiceKeepsItsConsumersOutside) {
