@@ -69,7 +69,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   absl::StrAppend(&body, "  static constexpr int kD = ", plan.D, ", kE = ", plan.E, ", kS = ", plan.S, ", kT = ", plan.T,
                   ", kG = ", plan.group, ";\n");
   absl::StrAppend(&body, "  static constexpr bool kCausal = ", plan.causal ? "true" : "false",
-                  ", kHasMask = ", plan.mask ? "true" : "false", ";\n");
+                  ", kHasMask = ", plan.mask ? "true" : "false", ", kHasLse = ", plan.lse ? "true" : "false", ";\n");
   absl::StrAppend(&body, absl::StrFormat("  static constexpr float kScaleLog2 = %.9gf;  // scale %.9g x log2(e)\n",
                                          plan.scale * 1.4426950408889634, plan.scale));
   absl::StrAppend(&body, "  static constexpr long long kQRow = ", plan.q.seq.stride, ", kKRow = ", plan.k.seq.stride,
@@ -83,6 +83,10 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   absl::StrAppend(&body, "  __device__ __forceinline__ T* O(long long b) const { return ",
                   out_names.at(plan.out.view.source), " + ", BatchOffset(plan.out), "; }  // ", plan.out.ToString(),
                   "\n");
+  if (plan.lse) {
+    absl::StrAppend(&body, "  __device__ __forceinline__ float* Lse(long long b) const { return ", out_names.at(plan.lse),
+                    " + b * kS; }  // ", plan.lse->name(), ": f32 log-sum-exp per query row\n");
+  }
   if (plan.mask) {
     const AttentionOperand& m = *plan.mask;
     absl::StrAppend(&body, "  __device__ __forceinline__ float Mask(long long b, int i, int j) const {  // ",
@@ -113,6 +117,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
                                   : q_in_registers ? ", Q in registers" : ", Q reloaded from shared memory per key tile",
                                   plan.causal ? "; causal: key tiles past each block's last row skipped" : "",
                                   plan.group > 1 ? absl::StrCat("; ", plan.group, " query heads per K/V head in one block") : "",
+                                  plan.lse ? absl::StrCat("; writes ", plan.lse->name(), ", the rows' log-sum-exp") : "",
                                   tiles.split > 1 ? absl::StrCat("; key tiles split over ", tiles.split, " blocks") : ""));
   std::vector<std::string> comment = {
       absl::StrCat("kiln attention kernel (", ks.template_name, "), S ", plan.S, ", T ", plan.T, ", D ", plan.D, ", E ",

@@ -58,6 +58,7 @@ absl::StatusOr<Tensor> EvalMatmul(const Node& node, const Tensor& a, const Tenso
 absl::StatusOr<Tensor> EvalNormalization(const Node& node, const std::vector<const Tensor*>& args);
 absl::StatusOr<Tensor> EvalCrossEntropy(const Node& node, const Tensor& logits,
                                         const Tensor& targets);
+// attention, and attention_lse (no v; the log-sum-exp of each row's scores).
 absl::StatusOr<Tensor> EvalAttention(const Node& node, const std::vector<const Tensor*>& args);
 absl::StatusOr<Tensor> EvalDropout(const Node& node, const std::vector<const Tensor*>& args);
 

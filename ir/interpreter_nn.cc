@@ -308,15 +308,20 @@ absl::StatusOr<Tensor> EvalCrossEntropy(const Node& node, const Tensor& logits, 
 // For each batch and query row i: s_j = (q_i . k_j) * scale + mask[i, j], with s_j = -inf for
 // j > i when causal (top-left aligned); p = softmax(s) in double; y_i = sum_j p_j v_j. A row
 // whose scores are all -inf (fully masked) outputs zeros: FlashAttention's convention, which
-// avoids NaN (plain softmax would give 0 / 0). Rows are split across workers; each worker
+// avoids NaN (plain softmax would give 0 / 0). attention_lse (no v) gives each row's
+// log-sum-exp, mx + ln(sum_j e^(s_j - mx)), and +inf for a fully masked row (so that a backward's
+// e^(s - lse) is 0 there, as in FlashAttention). Rows are split across workers; each worker
 // holds one head's K (transposed) and V in double.
 absl::StatusOr<Tensor> EvalAttention(const Node& node, const std::vector<const Tensor*>& args) {
-  const Tensor &q = *args[0], &k = *args[1], &v = *args[2];
-  const Tensor* mask = args.size() > 3 ? args[3] : nullptr;
+  const bool lse = node.op() == OpKind::kAttentionLse;
+  const Tensor &q = *args[0], &k = *args[1];
+  const Tensor* v = lse ? nullptr : args[2];
+  const size_t mask_arg = lse ? 2 : 3;
+  const Tensor* mask = args.size() > mask_arg ? args[mask_arg] : nullptr;
   const Shape& qs = q.shape();
   const size_t r = qs.size();
   const Shape batch(qs.begin(), qs.end() - 2);
-  const int64_t S = qs[r - 2], D = qs[r - 1], T = k.shape()[r - 2], E = v.shape()[r - 1];
+  const int64_t S = qs[r - 2], D = qs[r - 1], T = k.shape()[r - 2], E = lse ? 0 : v->shape()[r - 1];
   double scale = node.attrs().GetFloat("scale");
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(D));
   const bool causal = node.attrs().GetBool("causal");
@@ -339,7 +344,7 @@ absl::StatusOr<Tensor> EvalAttention(const Node& node, const std::vector<const T
       if (bi != loaded) {
         for (int64_t j = 0; j < T; ++j) {
           for (int64_t d = 0; d < D; ++d) kt[d * Tp + j] = k.GetF64(k_base + j * D + d);
-          for (int64_t e = 0; e < E; ++e) vd[j * Ep + e] = v.GetF64(v_base + j * E + e);
+          for (int64_t e = 0; e < E; ++e) vd[j * Ep + e] = v->GetF64(v_base + j * E + e);
         }
         loaded = bi;
       }
@@ -364,6 +369,12 @@ absl::StatusOr<Tensor> EvalAttention(const Node& node, const std::vector<const T
         s[j] *= scale;
         if (mask) s[j] += mask->GetF64(mask_base + j * mask_strides[r - 1]);
         if (s[j] > mx) mx = s[j];
+      }
+      if (lse) {
+        double sum = 0;
+        for (int64_t j = 0; j < visible && mx != -kInf; ++j) sum += std::exp(s[j] - mx);
+        out.SetF64(bi * S + i, mx == -kInf ? kInf : mx + std::log(sum));
+        continue;
       }
       std::fill(acc.begin(), acc.end(), 0.0);
       if (mx != -kInf) {  // else: fully masked row, zeros

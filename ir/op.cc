@@ -125,7 +125,8 @@ const std::vector<AttrSpec>& AttrSpecsFor(OpKind kind) {
     case OpKind::kRmsNorm: return kRmsNorm;
     case OpKind::kCrossEntropy: return kCrossEntropy;
     case OpKind::kDropout: case OpKind::kDropoutGrad: return kDropout;
-    case OpKind::kAttention: return kAttention;
+    case OpKind::kAttention:
+    case OpKind::kAttentionLse: return kAttention;
     case OpKind::kCast: return kCast;
     case OpKind::kReshape: case OpKind::kBroadcastTo: return kShape;
     case OpKind::kTranspose: return kTranspose;

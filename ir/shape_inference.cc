@@ -208,12 +208,14 @@ absl::StatusOr<TypeAndShape> InferRandom(OpKind op, const std::vector<const Node
   return TypeAndShape{xs[0]->dtype(), xs[0]->shape()};
 }
 
-absl::StatusOr<TypeAndShape> InferAttention(const std::vector<const Node*>& xs, const Attributes& attrs) {
-  OpKind op = OpKind::kAttention;
-  const Node *q = xs[0], *k = xs[1], *v = xs[2];
+// attention(q, k, v[, mask]) and attention_lse(q, k[, mask]) (v stands in for k there).
+absl::StatusOr<TypeAndShape> InferAttention(OpKind op, const std::vector<const Node*>& xs, const Attributes& attrs) {
+  const bool lse = op == OpKind::kAttentionLse;
+  const Node *q = xs[0], *k = xs[1], *v = lse ? xs[1] : xs[2];
+  const size_t mask_arg = lse ? 2 : 3;
   KILN_RETURN_IF_ERROR(RequireFloat(op, q, 0));
   KILN_RETURN_IF_ERROR(RequireSameDType(op, xs));
-  for (int i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < std::min<size_t>(mask_arg, 3); ++i) {
     if (xs[i]->shape().size() < 2) {
       return Error(op, absl::StrCat("operand ", i, " ", Describe(xs[i]), " must have rank >= 2 ([..., seq, dim])"));
     }
@@ -234,15 +236,16 @@ absl::StatusOr<TypeAndShape> InferAttention(const std::vector<const Node*>& xs, 
   if (attrs.GetFloat("scale") < 0) return Error(op, "scale must be >= 0 (0 means 1/sqrt(head dim))");
   Shape out = qs;
   out[r - 1] = vs[r - 1];
-  if (xs.size() == 4) {
+  if (xs.size() > mask_arg) {
     Shape scores = qb;
     scores.push_back(qs[r - 2]);
     scores.push_back(ks[r - 2]);
-    if (!BroadcastsTo(xs[3]->shape(), scores)) {
-      return Error(op, absl::StrCat("mask ", Describe(xs[3]), " must broadcast to the score shape ",
+    if (!BroadcastsTo(xs[mask_arg]->shape(), scores)) {
+      return Error(op, absl::StrCat("mask ", Describe(xs[mask_arg]), " must broadcast to the score shape ",
                                     ShapeToString(scores)));
     }
   }
+  if (lse) return TypeAndShape{DType::kF32, Shape(qs.begin(), qs.end() - 1)};
   return TypeAndShape{q->dtype(), out};
 }
 
@@ -375,7 +378,7 @@ absl::StatusOr<TypeAndShape> InferOutputType(OpKind op, const std::vector<const 
     case OpCategory::kReduction: return InferReduction(op, operands[0], attrs);
     case OpCategory::kComposite: return InferComposite(op, operands, attrs);
     case OpCategory::kRandom: return InferRandom(op, operands, attrs);
-    case OpCategory::kAttention: return InferAttention(operands, attrs);
+    case OpCategory::kAttention: return InferAttention(op, operands, attrs);
     case OpCategory::kLayout: return InferLayout(op, operands, attrs);
     case OpCategory::kBroadcast: {
       const Shape& target = attrs.GetInts("shape");

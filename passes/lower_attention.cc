@@ -14,20 +14,29 @@ Attributes LastAxis(int64_t rank, bool keep) {
   return {{"axes", std::vector<int64_t>{rank - 1}}, {"keep_dims", keep}};
 }
 
-Node* Lower(Graph& graph, Node* node) {
-  Rewriter rw(graph, node->name());
-  Node *q = node->operand(0), *k = node->operand(1), *v = node->operand(2);
+// The scores s = q k^T * scale [+ mask], -inf where causal hides a key; in f32 (products
+// included) when `f32`.
+Node* Scores(Rewriter& rw, const Node* node, Node* mask, bool f32) {
+  Node *q = node->operand(0), *k = node->operand(1);
   const int64_t rank = static_cast<int64_t>(q->shape().size());
   const int64_t D = q->shape()[rank - 1], T = k->shape()[rank - 2];
-  const DType t = q->dtype();
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
   std::swap(perm[rank - 1], perm[rank - 2]);
   Node* kt = rw.Add(OpKind::kTranspose, {k}, {{"perm", perm}});
   double scale = node->attrs().GetFloat("scale");
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(D));
-  Node* s = rw.Add(OpKind::kMul, {rw.Add(OpKind::kMatmul, {q, kt}), rw.Scalar(scale, t)});
-  if (node->num_operands() > 3) s = rw.Add(OpKind::kAdd, {s, node->operand(3)});
+  if (f32 && q->dtype() != DType::kF32) {  // the products in f32: a 16-bit score would round the sum
+    q = rw.Add(OpKind::kCast, {q}, {{"dtype", std::string("f32")}});
+    kt = rw.Add(OpKind::kCast, {kt}, {{"dtype", std::string("f32")}});
+  }
+  Node* s = rw.Add(OpKind::kMatmul, {q, kt});
+  const DType t = s->dtype();
+  s = rw.Add(OpKind::kMul, {s, rw.Scalar(scale, t)});
+  if (mask != nullptr) {
+    if (mask->dtype() != t) mask = rw.Add(OpKind::kCast, {mask}, {{"dtype", std::string(DTypeName(t))}});
+    s = rw.Add(OpKind::kAdd, {s, mask});
+  }
   const double inf = std::numeric_limits<double>::infinity();
   if (node->attrs().GetBool("causal")) {
     // row: the query index, one value per row of s ([.., S, 1]); col: the key index ([T]).
@@ -38,13 +47,33 @@ Node* Lower(Graph& graph, Node* node) {
     Node* col = rw.Add(OpKind::kIota, {}, {{"shape", Shape{T}}, {"axis", int64_t{0}}, {"dtype", std::string("i32")}});
     s = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kLe, {col, row}), s, rw.Scalar(-inf, s->dtype())});
   }
+  return s;
+}
+
+Node* Lower(Graph& graph, Node* node) {
+  Rewriter rw(graph, node->name());
+  const double inf = std::numeric_limits<double>::infinity();
+  Node* s = Scores(rw, node, node->num_operands() > 3 ? node->operand(3) : nullptr, false);
   const int64_t srank = static_cast<int64_t>(s->shape().size());
   Node* m = rw.Add(OpKind::kReduceMax, {s}, LastAxis(srank, true));
   Node* m0 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {m, rw.Scalar(-inf, m->dtype())}), rw.Scalar(0, m->dtype()), m});
   Node* e = rw.Add(OpKind::kExp, {rw.Add(OpKind::kSub, {s, m0})});
   Node* l = rw.Add(OpKind::kReduceSum, {e}, LastAxis(srank, true));
   Node* l1 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {l, rw.Scalar(0, l->dtype())}), rw.Scalar(1, l->dtype()), l});
-  return rw.Add(OpKind::kMatmul, {rw.Add(OpKind::kDiv, {e, l1}), v});
+  return rw.Add(OpKind::kMatmul, {rw.Add(OpKind::kDiv, {e, l1}), node->operand(2)});
+}
+
+Node* LowerLse(Graph& graph, Node* node) {
+  Rewriter rw(graph, node->name());
+  const double inf = std::numeric_limits<double>::infinity();
+  Node* s = Scores(rw, node, node->num_operands() > 2 ? node->operand(2) : nullptr, true);
+  const int64_t srank = static_cast<int64_t>(s->shape().size());
+  Node* m = rw.Add(OpKind::kReduceMax, {s}, LastAxis(srank, true));
+  Node* m0 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {m, rw.Scalar(-inf, DType::kF32)}), rw.Scalar(0, DType::kF32), m});
+  Node* l = rw.Add(OpKind::kReduceSum, {rw.Add(OpKind::kExp, {rw.Add(OpKind::kSub, {s, m0})})}, LastAxis(srank, false));
+  Node* shift = rw.Add(OpKind::kReshape, {m0}, {{"shape", l->shape()}});
+  return rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {l, rw.Scalar(0, DType::kF32)}), rw.Scalar(inf, DType::kF32),
+                                 rw.Add(OpKind::kAdd, {shift, rw.Add(OpKind::kLog, {l})})});
 }
 
 }  // namespace
@@ -53,8 +82,16 @@ absl::StatusOr<bool> LowerAttention::Run(Graph& graph) {
   bool changed = false;
   Replacements replacements;
   for (Node* node : graph.PostOrder()) {
-    if (node->op() != OpKind::kAttention || AttentionTemplateCovers(*node)) continue;
-    Node* lowered = Lower(graph, node);
+    Node* lowered = nullptr;
+    if (node->op() == OpKind::kAttention && !AttentionTemplateCovers(*node)) {
+      lowered = Lower(graph, node);
+    } else if (node->op() == OpKind::kAttentionLse) {
+      const Node* twin = AttentionTwin(*node);
+      if (twin != nullptr && AttentionTemplateCovers(*twin)) continue;
+      lowered = LowerLse(graph, node);
+    } else {
+      continue;
+    }
     KILN_CHECK(lowered->shape() == node->shape() && lowered->dtype() == node->dtype())
         << "lowering of " << node->ToString() << " built " << lowered->ToString();
     replacements.Replace(graph, node, lowered);

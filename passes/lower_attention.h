@@ -10,6 +10,10 @@
 // The guarded softmax keeps attention's semantics for a fully masked row (zeros, not the
 // NaN of 0/0) and is otherwise softmax. Fusion then makes the two matmuls cuBLASLt calls
 // (the transpose folded into the first) and the rest one row kernel.
+// attention_lse is lowered alike unless its twin (AttentionTwin: an attention of the same q,
+// k, mask and attributes) runs in the template, which writes both: from f32 scores (q and
+// k cast to f32 before their product),
+//   lse = where(l == 0, +inf, m0 + ln(l))               (l summed without keeping the axis)
 #ifndef KILN_PASSES_LOWER_ATTENTION_H_
 #define KILN_PASSES_LOWER_ATTENTION_H_
 

@@ -28,12 +28,15 @@
 //   using T;                                     __half, __nv_bfloat16 or float
 //   static constexpr int kD, kE;                 head dims of q/k and of v (16-byte rows)
 //   static constexpr int kS, kT, kG;             query and key lengths, query heads per K/V head
-//   static constexpr bool kCausal, kHasMask;
+//   static constexpr bool kCausal, kHasMask, kHasLse;
 //   static constexpr float kScaleLog2;           scale * log2(e)
 //   static constexpr long long kQRow, kKRow, kVRow, kORow;   row (sequence) strides, elements
 //   const T* Q(long long bq) const;  T* O(bq)    query batch bq's [bq, 0, 0] element
 //   const T* K(long long b) const;   V(b)        K/V batch b's (b = bq / kG)
 //   float Mask(long long bq, int i, int j) const; additive mask at [bq, i, j] (kHasMask only)
+//   float* Lse(long long bq) const;              the f32 log-sum-exp of query batch bq's rows,
+//                                                ln sum_j e^(s_ij), +inf for a row with no key
+//                                                (kHasLse only)
 // Launch: grid (count = K/V batches) x ceil(kG kS / kBlockM) x kSplit, kThreads threads,
 // AttentionSmemBytes of dynamic shared memory; with kSplit > 1 a scratch of
 // AttentionScratchBytes per (count x y) item, zero before the first launch and left zero.
@@ -254,7 +257,8 @@ __device__ __forceinline__ void SoftmaxStep(float (&s)[kMT][kNB][4], float (&o)[
 // The end of a block: row sums completed over the quad; with kSplit > 1 this split's partials
 // published and, in the last of the item's kSplit blocks to finish, all of them merged in
 // split order (the others return); then every row normalised (a row that saw no key, l = 0,
-// gives 0) and stored as pairs of columns. The block's warp w owns local rows
+// gives 0) and stored as pairs of columns, and (kHasLse) its log-sum-exp written,
+// (max + log2 l) ln 2 in natural units, +inf where l = 0. The block's warp w owns local rows
 // 16 kMT w .. 16 kMT (w + 1) - 1, the first of them row0 of the K/V batch's rows.
 template <class Body, int kBM, int kEP, int kSplit, int kMT>
 __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& rows, float (&o)[kMT][kEP / 8][4],
@@ -316,6 +320,7 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
           }
         }
         row_sum[mt][h] = l;
+        row_max[mt][h] = shift;
       }
     }
   }
@@ -327,6 +332,12 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
       const int row = row0 + mt * 16 + g + 8 * h;
       if (row >= Rows<Body>::kR) continue;
+      if constexpr (Body::kHasLse) {
+        if (t == 0) {
+          body.Lse(rows.QBatch(row))[rows.Seq(row)] =
+              l > 0.0f ? (row_max[mt][h] + log2f(l)) * 0.6931471805599453f : __int_as_float(0x7f800000);
+        }
+      }
       T* out = body.O(rows.QBatch(row)) + rows.Seq(row) * Body::kORow;
 #pragma unroll
       for (int e = 0; e < kEP / 8; ++e) {

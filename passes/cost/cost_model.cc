@@ -82,7 +82,7 @@ OpWork OpWorkOf(OpKind op) {
     case OpKind::kRmsNorm: return {W::kComposite, 4, 0};       // mul mean mul, * w
     case OpKind::kCrossEntropy: return {W::kComposite, 7, 1};  // max sub exp sum, eq where sum
     case OpKind::kMatmul: return {W::kMatmul, 0, 0};
-    case OpKind::kAttention: return {W::kAttention, 0, 0};
+    case OpKind::kAttention: case OpKind::kAttentionLse: return {W::kAttention, 0, 0};
   }
   return {};
 }
@@ -100,7 +100,9 @@ NodeWork WorkOf(const Node* node) {
       const Shape& k = node->operand(1)->shape();
       double batch_rows = static_cast<double>(NumElements(q)) / q.back();  // batch * S
       double keys = static_cast<double>(k[k.size() - 2]);
-      double d = static_cast<double>(q.back()) + static_cast<double>(node->shape().back());
+      // attention_lse: q k^T only.
+      double d = static_cast<double>(q.back()) +
+                 (node->op() == OpKind::kAttentionLse ? 0.0 : static_cast<double>(node->shape().back()));
       double flops = 2.0 * batch_rows * keys * d;
       if (node->attrs().GetBool("causal")) flops *= 0.5;
       return {flops, batch_rows * keys};  // one exp per score

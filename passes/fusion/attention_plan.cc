@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
 namespace {
@@ -36,9 +37,9 @@ std::optional<StridedView> ReadView(const Region& r, const Node* value, FusionDe
   return out;
 }
 
-// The chain attention -> reshape/transpose ... -> the region's one output, as the view the
-// attention's value is written through.
-std::optional<StridedView> WriteView(const Region& r, const Node* attention, FusionDecision* why) {
+// The chain attention -> reshape/transpose ... -> the region's output, as the view the
+// attention's value is written through. The region writes nothing else but `lse`, if given.
+std::optional<StridedView> WriteView(const Region& r, const Node* attention, const Node* lse, FusionDecision* why) {
   std::vector<const Node*> chain;
   const Node* y = attention;
   for (;;) {
@@ -57,10 +58,13 @@ std::optional<StridedView> WriteView(const Region& r, const Node* attention, Fus
     chain.push_back(inside[0]);
     y = inside[0];
   }
-  if (r.outputs.size() != 1 || r.outputs[0] != y) {
+  const bool only_y_and_lse =
+      std::find(r.outputs.begin(), r.outputs.end(), y) != r.outputs.end() &&
+      std::all_of(r.outputs.begin(), r.outputs.end(), [&](const Node* o) { return o == y || (lse != nullptr && o == lse); });
+  if (!only_y_and_lse) {
     *why = Refuse(absl::StrCat("the region writes ", r.outputs.size(), " tensors (",
                                r.outputs.empty() ? std::string("none") : r.outputs[0]->name(),
-                               ", ...); the attention kernel writes only its result"));
+                               ", ...); the attention kernel writes only its result (and its log-sum-exp)"));
     return std::nullopt;
   }
   StridedView view = ContiguousView(y);
@@ -109,12 +113,29 @@ FusionDecision CheckAligned(const AttentionOperand& op, int64_t align, const std
 FusionDecision Analyze(const Region& r, AttentionPlan& plan) {
   const Node* att = nullptr;
   for (const Node* n : r.nodes) {
+    if (n->op() == OpKind::kAttentionLse) {
+      if (plan.lse != nullptr) return FusionDecision::Forbid("attention-attention", "two log-sum-exps in one region");
+      plan.lse = n;
+      continue;
+    }
     if (n->op() != OpKind::kAttention) continue;
     if (att != nullptr) return FusionDecision::Forbid("attention-attention", "two attentions are two kernels");
     att = n;
   }
   if (att == nullptr) return FusionDecision::Forbid("attention", "no attention node");
   plan.attention = att;
+  if (plan.lse != nullptr) {
+    if (AttentionTwin(*plan.lse) != att) {
+      return FusionDecision::Forbid("attention-lse", absl::StrCat(plan.lse->name(), " is not the log-sum-exp of ",
+                                                                 att->name(), " (another q, k, mask or attributes)"));
+    }
+    const bool read_inside = std::any_of(plan.lse->users().begin(), plan.lse->users().end(),
+                                         [&](const Node* u) { return r.Contains(u); });
+    if (read_inside || std::find(r.outputs.begin(), r.outputs.end(), plan.lse) == r.outputs.end()) {
+      return Refuse(absl::StrCat("the log-sum-exp ", plan.lse->name(),
+                                 " is written as it is (f32, contiguous); nothing folds into its store"));
+    }
+  }
   const Shape& qs = att->operand(0)->shape();
   const size_t nb = qs.size() - 2;
   plan.batch = NumElements(Shape(qs.begin(), qs.begin() + nb));
@@ -148,7 +169,7 @@ FusionDecision Analyze(const Region& r, AttentionPlan& plan) {
     if (!op) return why;
     plan.mask = *op;
   }
-  std::optional<StridedView> out = WriteView(r, att, &why);
+  std::optional<StridedView> out = WriteView(r, att, plan.lse, &why);
   if (!out) return why;
   std::optional<AttentionOperand> op = Split(*out, nb, "output", &why);
   if (!op) return why;

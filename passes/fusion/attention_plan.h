@@ -10,7 +10,9 @@
 //                  atom of stride 1; q/k/v offsets and strides 16-byte aligned (cp.async),
 //                  out's 4-byte aligned (paired stores);
 //   mask           broadcast to [batch..., S, T]: batch atoms, then the query and key dims as
-//                  one atom each (any strides: it is read an element at a time).
+//                  one atom each (any strides: it is read an element at a time);
+//   lse            an attention_lse of the same q, k, mask and attributes (AttentionTwin),
+//                  written as it is: f32 [batch..., S], contiguous.
 #ifndef KILN_PASSES_FUSION_ATTENTION_PLAN_H_
 #define KILN_PASSES_FUSION_ATTENTION_PLAN_H_
 
@@ -50,6 +52,9 @@ struct AttentionPlan {
   bool causal = false;
   AttentionOperand q, k, v, out;
   std::optional<AttentionOperand> mask;
+  // The attention_lse written beside the output (f32 [batch..., S], contiguous; rows of the
+  // flattened batch b at b x S), or null.
+  const Node* lse = nullptr;
   // FLOPs of the two products as the tensor cores execute them: 2 (D + E) per query row (in
   // whole 16-row tiles) and key (in whole key tiles, up to a block's last row when causal; the
   // FlashAttention convention, 2 S T (D + E) halved, ignores the tiles' padding). With

@@ -7,15 +7,79 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "ir/base/status.h"
+#include "passes/fusion/region_kind.h"
 
 namespace kiln {
+namespace {
+
+// The graph's post order, except that each attention_lse comes right after its twin attention
+// (they start in one region and must be adjacent in the order that ranks regions): a Kahn
+// sort of the graph with each pair as one unit, ready units taken in post-order position.
+// AttentionTwin refuses a twin the attention_lse reaches, so the units form no cycle. A graph
+// without attention_lse keeps its post order exactly.
+std::vector<Node*> PlanningOrder(const Graph& graph) {
+  std::vector<Node*> order = graph.PostOrder();
+  std::map<const Node*, Node*> lse_of;  // twin -> its attention_lse
+  for (Node* n : order) {
+    if (n->op() != OpKind::kAttentionLse) continue;
+    const Node* twin = AttentionTwin(*n);
+    KILN_CHECK(twin != nullptr) << "attention_lse without its attention reached fusion: " << n->ToString();
+    lse_of[twin] = n;
+  }
+  if (lse_of.empty()) return order;
+  std::map<const Node*, int> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
+  auto unit = [&](const Node* n) { return n->op() == OpKind::kAttentionLse ? AttentionTwin(*n) : n; };
+  std::map<const Node*, std::set<const Node*>> needs, needed_by;
+  for (Node* n : order) {
+    needs[unit(n)];
+    for (const Node* operand : n->operands()) {
+      if (unit(operand) == unit(n)) continue;
+      needs[unit(n)].insert(unit(operand));
+      needed_by[unit(operand)].insert(unit(n));
+    }
+  }
+  std::set<std::pair<int, const Node*>> ready;
+  for (const auto& [u, operands] : needs) {
+    if (operands.empty()) ready.insert({position.at(u), u});
+  }
+  std::vector<Node*> out;
+  while (!ready.empty()) {
+    const Node* u = ready.begin()->second;
+    ready.erase(ready.begin());
+    out.push_back(const_cast<Node*>(u));
+    if (auto it = lse_of.find(u); it != lse_of.end()) out.push_back(it->second);
+    for (const Node* user : needed_by[u]) {
+      needs.at(user).erase(u);
+      if (needs.at(user).empty()) ready.insert({position.at(user), user});
+    }
+  }
+  KILN_CHECK(out.size() == order.size()) << "attention_lse pairing left a cycle";
+  return out;
+}
+
+}  // namespace
 
 FusionState::FusionState(const Graph& graph, const DeviceSpec& device)
-    : graph_(graph), device_(device), post_order_(graph.PostOrder()) {
+    : graph_(graph), device_(device), post_order_(PlanningOrder(graph)) {
   for (size_t i = 0; i < post_order_.size(); ++i) position_[post_order_[i]] = static_cast<int>(i);
+  std::map<const Node*, int> attention_region;
   for (Node* n : post_order_) {
-    if (n->category() == OpCategory::kLeaf) continue;
-    rank_[AddRegion({n})] = position_.at(n);  // operands come first in the post order
+    if (n->category() == OpCategory::kLeaf || n->op() == OpKind::kAttentionLse) continue;
+    const int id = AddRegion({n});
+    rank_[id] = position_.at(n);  // operands come first in the post order
+    if (n->op() == OpKind::kAttention) attention_region[n] = id;
+  }
+  // An attention_lse starts in its twin's region (the kernel writes both; lower_attention left
+  // only those whose twin the template runs), right after it in the order: the twin's rank
+  // stays the region's.
+  for (Node* n : post_order_) {
+    if (n->op() != OpKind::kAttentionLse) continue;
+    const Node* twin = AttentionTwin(*n);
+    KILN_CHECK(twin != nullptr && attention_region.count(twin)) << "attention_lse without its attention: " << n->ToString();
+    const int id = attention_region.at(twin);
+    regions_.at(id).push_back(n);
+    node_regions_[n].insert(id);
   }
 }
 

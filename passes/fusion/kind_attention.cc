@@ -3,8 +3,11 @@
 // cover never reaches fusion: lower_attention rewrites it into matmul, softmax and matmul
 // first, keyed on AttentionTemplateCovers.
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/base/status.h"
 #include "passes/fusion/attention_plan.h"
 #include "passes/fusion/kinds.h"
 #include "passes/fusion/region_kind.h"
@@ -30,6 +33,34 @@ FusionDecision AttentionTemplateCovers(const Node& attention) {
     }
   }
   return FusionDecision::Allow("attention-template", "tiled attention, scores never stored");
+}
+
+const Node* AttentionTwin(const Node& lse) {
+  KILN_CHECK(lse.op() == OpKind::kAttentionLse) << lse.ToString();
+  const Node* mask = lse.num_operands() > 2 ? lse.operand(2) : nullptr;
+  for (const Node* user : lse.operand(0)->users()) {
+    if (user->op() != OpKind::kAttention || user->operand(0) != lse.operand(0) || user->operand(1) != lse.operand(1)) {
+      continue;
+    }
+    const Node* user_mask = user->num_operands() > 3 ? user->operand(3) : nullptr;
+    if (user_mask != mask || user->attrs().GetBool("causal") != lse.attrs().GetBool("causal") ||
+        user->attrs().GetFloat("scale") != lse.attrs().GetFloat("scale")) {
+      continue;
+    }
+    // One kernel cannot write both if the log-sum-exp reaches the attention (through v).
+    std::vector<const Node*> stack(lse.users().begin(), lse.users().end());
+    std::set<const Node*> seen;
+    bool reaches = false;
+    while (!stack.empty() && !reaches) {
+      const Node* x = stack.back();
+      stack.pop_back();
+      if (!seen.insert(x).second) continue;
+      reaches = x == user;
+      stack.insert(stack.end(), x->users().begin(), x->users().end());
+    }
+    if (!reaches) return user;
+  }
+  return nullptr;
 }
 
 namespace kinds {

@@ -49,6 +49,9 @@ const char* RegionKindName(RegionKind kind);
 // Whether the tiled attention template runs this attention node; lower_attention rewrites
 // the ones it does not into matmul, softmax and matmul before fusion. The reason says why not.
 FusionDecision AttentionTemplateCovers(const Node& attention);
+// The attention an attention_lse belongs with: an attention of the same q, k, mask and
+// attributes (the one kernel writes both); nullptr if there is none.
+const Node* AttentionTwin(const Node& lse);
 
 }  // namespace kiln
 

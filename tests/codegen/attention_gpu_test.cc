@@ -193,6 +193,37 @@ TEST_F(AttentionGpuTest, F32AtF32Tolerance) {
   CheckAttention("attn_f32_qkv_causal", testing_codegen::QkvGraph("f32", 2, 130, 4, 64, true));
 }
 
+// attention_lse beside its attention: the kernel writes the rows' log-sum-exp (f32, held to
+// the f32 tolerance against the interpreter's double), on the sm_90a wgmma kernel (bf16, large
+// enough not to split), the mma.sync kernel (f16 with a mask whose rows are partly fully
+// masked: +inf there), f32, and split decoding (the merge writes it).
+TEST_F(AttentionGpuTest, LogSumExpBesideTheOutput) {
+  auto with_lse = [](const std::string& dtype, const std::string& shape_q, const std::string& shape_kv,
+                     const std::string& mask_decl, bool causal) {
+    const std::string c = causal ? "true" : "false";
+    return "graph g(q: " + dtype + shape_q + ", k: " + dtype + shape_kv + ", v: " + dtype + shape_kv + mask_decl +
+           ") {\n  y = attention(q, k, v" + (mask_decl.empty() ? "" : ", m") + ") {causal = " + c +
+           ", scale = 0.0}\n  l = attention_lse(q, k" + (mask_decl.empty() ? "" : ", m") + ") {causal = " + c +
+           ", scale = 0.0}\n  return y, l\n}\n";
+  };
+  CheckAttention("attn_lse_bf16_wgmma_causal", with_lse("bf16", "[1,64,512,128]", "[1,64,512,128]", "", true));
+  CheckAttention("attn_lse_bf16_D64", with_lse("bf16", "[2,3,300,64]", "[2,3,333,64]", "", false));
+  std::map<std::string, Tensor> inputs;
+  Tensor m(DType::kF16, Shape{1, 1, 33, 70});
+  for (int64_t i = 0; i < 33; ++i) {
+    for (int64_t j = 0; j < 70; ++j) {
+      m.SetF64(i * 70 + j, i % 5 == 0 ? -std::numeric_limits<double>::infinity() : 0.25 * ((i + j) % 4));
+    }
+  }
+  inputs.emplace("m", m);
+  CheckOptions options;
+  options.inputs = &inputs;
+  CheckAttention("attn_lse_f16_mask_fully_masked_rows",
+                 with_lse("f16", "[1,3,33,64]", "[1,3,70,64]", ", m: f16[1,1,33,70]", false), options);
+  CheckAttention("attn_lse_f32_causal", with_lse("f32", "[2,2,200,64]", "[2,2,200,64]", "", true));
+  CheckAttention("attn_lse_f32_decode_split", with_lse("f32", "[2,4,1,64]", "[2,4,5000,64]", "", false));
+}
+
 TEST_F(AttentionGpuTest, EveryTuningCandidate) {
   const std::string graphs[] = {Plain("bf16", 2, 3, 300, 333, 64, true, 0.0), Plain("f16", 1, 4, 129, 257, 128, false, 0.0),
                                 Plain("bf16", 1, 2, 100, 100, 256, true, 0.0), Plain("f16", 8, 4, 1, 2000, 128, false, 0.0),

@@ -47,6 +47,16 @@ std::vector<SweepCase> SweepCases() {
                  R"(graph g(q: f32[4,8,1,64], k: f32[4,8,4097,64], v: f32[4,8,4097,64], m: f32[4,1,1,4097]) {
                       y = attention(q, k, v, m) {causal = false, scale = 0.0}
                       return y })"});
+  // The log-sum-exp written beside the output: the wgmma default, the mma.sync kernel and a
+  // split decode (its merge writes it).
+  out.push_back({"lse bf16 D128 causal", R"(graph g(q: bf16[4,16,1024,128], k: bf16[4,16,1024,128], v: bf16[4,16,1024,128]) {
+                      y = attention(q, k, v) {causal = true, scale = 0.0}
+                      l = attention_lse(q, k) {causal = true, scale = 0.0}
+                      return y, l })", false});
+  out.push_back({"lse f32 decode split", R"(graph g(q: f32[2,4,1,64], k: f32[2,4,5000,64], v: f32[2,4,5000,64]) {
+                      y = attention(q, k, v) {causal = false, scale = 0.0}
+                      l = attention_lse(q, k) {causal = false, scale = 0.0}
+                      return y, l })", false});
   out.push_back({"D64 E128", R"(graph g(q: bf16[1,2,70,64], k: bf16[1,2,90,64], v: bf16[1,2,90,128]) {
                       y = attention(q, k, v) {causal = true, scale = 0.2}
                       return y })"});

@@ -153,6 +153,50 @@ TEST(AttentionPlanTest, F32RunsInTheTemplateWithTilesThatFit) {
   }
 }
 
+// An attention_lse beside its attention (same q, k, mask, attributes) is written by the same
+// kernel: one region, both outputs, the plan names it; the layouts still fold. One that differs
+// in an attribute is not its twin: it is lowered before fusion and the attention region is
+// as before.
+TEST(AttentionPlanTest, ALogSumExpIsWrittenByItsAttentionsKernel) {
+  for (const char* dtype : {"bf16", "f32"}) {
+    const std::string t(dtype);
+    Analysis a = AnalyzeText("graph g(qkv: " + t + R"([600,192]) {
+        q2 = slice(qkv) {starts = [0, 0], ends = [600, 64], steps = [1, 1]}
+        k2 = slice(qkv) {starts = [0, 64], ends = [600, 128], steps = [1, 1]}
+        v2 = slice(qkv) {starts = [0, 128], ends = [600, 192], steps = [1, 1]}
+        q4 = reshape(q2) {shape = [2, 300, 1, 64]}
+        k4 = reshape(k2) {shape = [2, 300, 1, 64]}
+        v4 = reshape(v2) {shape = [2, 300, 1, 64]}
+        q = transpose(q4) {perm = [0, 2, 1, 3]}
+        k = transpose(k4) {perm = [0, 2, 1, 3]}
+        v = transpose(v4) {perm = [0, 2, 1, 3]}
+        y = attention(q, k, v) {causal = true, scale = 0.0}
+        l = attention_lse(q, k) {causal = true, scale = 0.0}
+        return y, l
+      })");
+    const Region* r = AttentionRegion(a);
+    ASSERT_NE(r, nullptr) << dtype;
+    ASSERT_TRUE(r->placed && r->attention) << r->placed.reason();
+    ASSERT_NE(r->attention->lse, nullptr);
+    EXPECT_EQ(r->attention->lse->name(), "l");
+    EXPECT_EQ(r->outputs.size(), 2u);
+    EXPECT_EQ(a.plan.regions.size(), 1u) << "the slices and views fold in, the log-sum-exp is no kernel of its own";
+    auto ks = EmitKernel(*r, DefaultParams(*r, a.plan.device));
+    ASSERT_TRUE(ks.ok()) << ks.status();
+    EXPECT_NE(ks->source.find("kHasLse = true"), std::string::npos);
+    EXPECT_NE(ks->source.find("float* Lse(long long b)"), std::string::npos);
+  }
+  Analysis other = AnalyzeText(R"(graph g(q: bf16[1,2,64,64], k: bf16[1,2,64,64], v: bf16[1,2,64,64]) {
+      y = attention(q, k, v) {causal = true, scale = 0.0}
+      l = attention_lse(q, k) {causal = false, scale = 0.0}
+      return y, l
+    })");
+  const Region* r = AttentionRegion(other);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->attention->lse, nullptr);
+  EXPECT_EQ(r->outputs.size(), 1u);
+}
+
 TEST(AttentionPlanTest, AResultReadTwiceKeepsItsConsumersOutside) {
   // y is an output and also feeds a transpose: the kernel writes y only; the transpose stays
   // a layout region of its own.

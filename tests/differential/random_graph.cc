@@ -618,7 +618,13 @@ class Generator {
     }
     Attributes attrs{{"causal", rng_.Chance(0.3)}};
     if (rng_.Chance(0.3)) attrs.Set("scale", rng_.Uniform(0.05, 0.5));
-    return Add(OpKind::kAttention, operands, std::move(attrs), 1, false, false).status();
+    // Sometimes its log-sum-exp as well (the attention kernel writes both), rarely alone.
+    const int form = rng_.Below(10);  // 0-6 attention, 7-8 both, 9 attention_lse alone
+    if (form <= 8) KILN_RETURN_IF_ERROR(Add(OpKind::kAttention, operands, attrs, 1, false, false).status());
+    if (form < 7) return absl::OkStatus();
+    std::vector<Value> lse = {operands[0], operands[1]};
+    if (operands.size() > 3) lse.push_back(operands[3]);
+    return Add(OpKind::kAttentionLse, lse, std::move(attrs), INFINITY, false, false).status();
   }
 
   Graph& graph_;

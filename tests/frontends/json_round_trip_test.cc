@@ -95,6 +95,8 @@ absl::StatusOr<Node*> AddCase(Graph& g, const Leaves& l, OpKind op) {
     case OpKind::kDropoutGrad: return g.AddNode(op, {l.x, l.seed, l.offset}, {{"p", 0.25}});
     case OpKind::kAttention:
       return g.AddNode(op, {l.q, l.k, l.v, l.mask}, {{"scale", 0.125}, {"causal", true}});
+    case OpKind::kAttentionLse:
+      return g.AddNode(op, {l.q, l.k, l.mask}, {{"scale", 0.125}, {"causal", true}});
     case OpKind::kReshape: return g.AddNode(op, {l.x}, {{"shape", Ints{-1, 2}}});
     case OpKind::kTranspose: return g.AddNode(op, {l.x}, {{"perm", Ints{1, 0}}});
     case OpKind::kSlice:

@@ -250,6 +250,42 @@ TEST(InterpreterComposite, AttentionMatchesReference) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], RoundToDType(want[i], DType::kBF16)) << i;
 }
 
+// attention_lse: ln(sum_j e^(s_j)) of the same scores, from the same explicit loops; +inf for
+// a fully masked row.
+TEST(InterpreterComposite, AttentionLseMatchesReference) {
+  Tensor q = Wavy(DType::kF32, {2, 3, 5, 8}, 1.0, 0.1), k = Wavy(DType::kF32, {2, 3, 7, 8}, 1.0, 0.7),
+         mask = Wavy(DType::kF32, {5, 7}, 2.0, 0.4);
+  for (bool causal : {false, true}) {
+    for (const Tensor* m : std::vector<const Tensor*>{nullptr, &mask}) {
+      std::vector<Tensor> operands = {q, k};
+      if (m) operands.push_back(*m);
+      Tensor got = MustRun(OpKind::kAttentionLse, operands, {{"causal", causal}, {"scale", 0.3}});
+      ASSERT_EQ(got.dtype(), DType::kF32);
+      ASSERT_EQ(got.shape(), (Shape{2, 3, 5}));
+      for (int64_t row = 0; row < 30; ++row) {
+        const int64_t b = row / 5, i = row % 5;
+        double mx = -kInf, z = 0;
+        std::vector<double> s(7);
+        for (int64_t j = 0; j < 7; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < 8; ++d) dot += q.GetF64((b * 5 + i) * 8 + d) * k.GetF64((b * 7 + j) * 8 + d);
+          s[j] = dot * 0.3 + (m ? m->GetF64(i * 7 + j) : 0.0);
+          if (causal && j > i) s[j] = -kInf;
+          mx = std::max(mx, s[j]);
+        }
+        for (double x : s) z += std::exp(x - mx);
+        EXPECT_NEAR(got.GetF64(row), mx + std::log(z), 1e-5) << row << (causal ? " causal" : "") << (m ? " mask" : "");
+      }
+    }
+  }
+  std::vector<double> rows(15, 0.0);
+  for (int j = 0; j < 5; ++j) rows[5 + j] = -kInf;  // row 1 fully masked
+  Tensor lse = MustRun(OpKind::kAttentionLse, {Wavy(DType::kBF16, {3, 4}, 1.0, 0.1), Wavy(DType::kBF16, {5, 4}, 1.0, 0.7),
+                                               Make(DType::kBF16, {3, 5}, rows)});
+  EXPECT_EQ(lse.GetF64(1), kInf);
+  EXPECT_TRUE(std::isfinite(lse.GetF64(0)) && std::isfinite(lse.GetF64(2)));
+}
+
 TEST(InterpreterComposite, CausalAttentionEqualsAnExplicitMinusInfMask) {
   // Top-left aligned: query i sees keys j <= i, also when S != T.
   for (auto [S, T] : std::vector<std::pair<int64_t, int64_t>>{{6, 6}, {4, 9}, {9, 4}}) {

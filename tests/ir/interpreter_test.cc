@@ -97,7 +97,7 @@ TEST(InterpreterOps, TripwireListsEveryOpOfTheTable) {
       "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
       "logical_and", "logical_or", "where", "iota", "reduce_sum", "reduce_mean", "reduce_max",
       "reduce_min", "softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy",
-      "dropout", "dropout_grad", "attention", "reshape", "transpose", "slice", "concat", "gather",
+      "dropout", "dropout_grad", "attention", "attention_lse", "reshape", "transpose", "slice", "concat", "gather",
       "broadcast_to", "matmul"};
   std::set<std::string> table;
   for (const OpInfo& info : AllOps()) {

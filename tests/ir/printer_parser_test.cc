@@ -67,6 +67,8 @@ const std::map<std::string, std::string>& OpSnippets() {
                          "y: f16[2,3] = dropout_grad(dy, s, o) {offset = 0, p = 0.5, seed = 0}")},
       {"attention", G("q: f16[2,4,8,16], k: f16[2,4,6,16], v: f16[2,4,6,32], m: f16[8,6]",
                       "y: f16[2,4,8,32] = attention(q, k, v, m) {causal = true, scale = 0.125}")},
+      {"attention_lse", G("q: f16[2,4,8,16], k: f16[2,4,6,16], m: f16[8,6]",
+                          "y: f32[2,4,8] = attention_lse(q, k, m) {causal = true, scale = 0.125}")},
       {"reshape", G("x: f32[2,3]", "y: f32[3,2] = reshape(x) {shape = [3, -1]}")},
       {"transpose", G("x: f32[2,3]", "y: f32[3,2] = transpose(x) {perm = [1, 0]}")},
       {"slice", G("x: f32[2,3]", "y: f32[1,2] = slice(x) {ends = [1, 3], starts = [0, 1], steps = []}")},

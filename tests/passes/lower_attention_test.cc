@@ -95,6 +95,47 @@ TEST(LowerAttentionTest, AFullyMaskedRowGivesZeros) {
   EXPECT_TRUE(std::isfinite((*out)[0].GetF64(4)));
 }
 
+// attention_lse without a twin the template runs is lowered too: ln(sum e^s) from f32 scores,
+// +inf for a fully masked row (row 0 here); beside a twin the template runs it stays.
+TEST(LowerAttentionTest, ALogSumExpWithoutItsTwinIsLoweredFromF32Scores) {
+  constexpr char kLse[] = R"(graph g(q: bf16[2,3,4], k: bf16[2,5,4]) {
+    m: bf16[3,5] = constant() {data = [-inf, -inf, -inf, -inf, -inf, 0, 1, 0, -1, 0, 0.5, 0, 0, 0, 2]}
+    l: f32[2,3] = attention_lse(q, k, m) {causal = true, scale = 0.5}
+    return l
+  })";
+  auto original = Parse(kLse);
+  auto lowered = Parse(kLse);
+  LowerAttention pass;
+  ASSERT_TRUE(RunPass(pass, *lowered));
+  std::string out = PrintGraph(*lowered);
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: cast(
+    CHECK: reduce_max(
+    CHECK: log(
+    CHECK-NOT: attention_lse(
+  )")) << out;
+  std::map<std::string, Tensor> inputs = RandomInputs(*original, 3);
+  auto want = Interpret(*original, inputs);
+  auto got = Interpret(*lowered, inputs);
+  ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+  for (int64_t e = 0; e < 6; ++e) {
+    const double a = (*want)[0].GetF64(e), b = (*got)[0].GetF64(e);
+    if (e % 3 == 0) {
+      EXPECT_EQ(a, INFINITY) << e;
+      EXPECT_EQ(b, INFINITY) << e;
+    } else {
+      EXPECT_NEAR(a, b, 1e-5 * (1 + std::abs(a))) << "element " << e;
+    }
+  }
+
+  auto twinned = Parse(R"(graph g(q: bf16[2,3,16], k: bf16[2,5,16], v: bf16[2,5,16]) {
+    a: bf16[2,3,16] = attention(q, k, v) {causal = true, scale = 0.5}
+    l: f32[2,3] = attention_lse(q, k) {causal = true, scale = 0.5}
+    return a, l
+  })");
+  EXPECT_FALSE(RunPass(pass, *twinned));
+}
+
 TEST(LowerAttentionTest, GraphsWithoutAttentionAreUnchanged) {
   auto g = Parse(R"(graph g(x: f32[4,8]) {
     s: f32[4,8] = softmax(x) {axis = 1}
