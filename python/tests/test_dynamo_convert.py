@@ -147,6 +147,21 @@ class ConvertOpsTest(unittest.TestCase):
         a, b = torch.randn(3, 4), torch.randn(4, 5)
         self.assertIn("matmul", ops_of(self.graph(lambda a, b: a @ b, a, b)))
 
+    def test_attention_logsumexp_and_rng_outputs(self):
+        # a training forward returns attention's logsumexp and rng seed/offset for the backward:
+        # the logsumexp is attention_lse of the same operands, the seed and offset torch-side
+        # constants (no dropout)
+        q = torch.randn(2, 4, 8, 16)
+        gm = trace(lambda q: torch.ops.aten._scaled_dot_product_efficient_attention(q, q, q, None, True,
+                                                                                     is_causal=True), q)
+        g, info = cv.convert(gm.graph, module=gm)
+        self.assertIn("attention_lse", ops_of(g))
+        lse = [n for n in g["nodes"] if n["op"] == "attention_lse"][0]
+        att = [n for n in g["nodes"] if n["op"] == "attention"][0]
+        self.assertEqual(lse["inputs"], att["inputs"][:2])
+        self.assertEqual(lse["attrs"], att["attrs"])
+        self.assertEqual(sum(isinstance(j, cv.TorchSide) for j in info["out_map"]), 2)
+
     def test_scalar_constants_take_the_tensor_dtype(self):
         x = torch.randn(4, 4, dtype=torch.bfloat16)
         g = self.graph(lambda x: x * 0.5 + 1, x)

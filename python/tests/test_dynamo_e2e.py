@@ -137,5 +137,16 @@ class EndToEndTest(unittest.TestCase):
         self.assertTrue(any("layer_norm" in o for o in ops), str(rep))
 
 
+    def test_train_forward_keeps_attention_in_kiln(self):
+        # The backward reads attention's logsumexp (and rng seed/offset): kiln writes the
+        # logsumexp beside the output (attention_lse), so the forward's attention, norms and
+        # projections stay in kiln, f32 (efficient SDPA) and bf16 (cuDNN SDPA) alike.
+        for dt in ("f32", "bf16"):
+            with self.subTest(dtype=dt):
+                m, inp = self._module("gpt2_block", dt, True)
+                rep = self.kd.explain(m, *inp, backward=True)
+                ops = [o for r in rep.kiln_regions() for o in r["ops"]]
+                self.assertTrue(any("scaled_dot_product" in o for o in ops), str(rep))
+
 if __name__ == "__main__":
     unittest.main()

@@ -289,6 +289,22 @@ def _aten(name, *overloads):
     return _ov(packet, *(overloads or ("default",)))
 
 
+class TorchSide:
+    """An output of an op that kiln does not compute but torch can give without work: a
+    constant tensor (the rng seed and offset of an attention without dropout, which its backward
+    does not read). Made once per device and returned as is by every call."""
+
+    def __init__(self, shape, dtype, value=0):
+        self.shape, self.dtype, self.value = tuple(shape), dtype, value
+        self._made = {}
+
+    def get(self, device):
+        t = self._made.get(device)
+        if t is None:
+            t = self._made[device] = torch.full(self.shape, self.value, dtype=self.dtype, device=device)
+        return t
+
+
 class Converter:
     """Converts one FX graph (a kiln region) to a kiln JSON graph dict.
 
@@ -301,7 +317,7 @@ class Converter:
         self.graph = graph
         self.module = module
         self.torch_outputs = set(torch_outputs)
-        self.out_map = []  # per FX output: its kiln output index, or None (computed in torch)
+        self.out_map = []  # per FX output: its kiln output index, None (a view computed in torch) or a TorchSide
         self.b = GraphBuilder(name)
         self.env = {}
         self.input_specs = input_specs
@@ -316,7 +332,7 @@ class Converter:
             v = self.env[arg]
             if isinstance(v, tuple):
                 raise Unsupported(f"{arg.name} is a tuple, used as a tensor")
-            if v is None:
+            if v is None or isinstance(v, TorchSide):
                 raise Unsupported(f"{arg.name} has no kiln value")
             if dtype is not None:
                 v = self.b.cast(v, dtype)
@@ -394,6 +410,9 @@ class Converter:
                 continue
             if not isinstance(o, torch.fx.Node):
                 raise Unsupported("non-tensor graph output")
+            if isinstance(self.env.get(o), TorchSide):  # made in torch (TorchSide)
+                self.out_map.append(self.env[o])
+                continue
             v = self.value(o)
             if v.name not in index_of:
                 name = f"out{i}"

@@ -6,7 +6,7 @@ them in convert.HANDLERS/CHECKS when convert imports this.
 
 import torch
 
-from .convert import (FLOAT_KILN, HANDLERS, KILN_TO_TORCH, Unsupported, Value, _aten, _broadcast, _norm_axis,
+from .convert import (FLOAT_KILN, HANDLERS, KILN_TO_TORCH, TorchSide, Unsupported, Value, _aten, _broadcast, _norm_axis,
                       _used_getitem_indices, _val, checks, handles)
 
 # ---- matmul ----------------------------------------------------------------------------------
@@ -387,8 +387,25 @@ def _sdpa(c, n, query, key, value, **a):
     y = c.b.op("attention", ops, dtype, shape, attrs)
     if not multi:
         return y
-    nout = len(_val(n))
-    return (y,) + (None,) * (nout - 1)
+    outs = [y] + [None] * (len(_val(n)) - 1)
+    used = _used_getitem_indices(n)
+    if 1 in used:
+        # the rows' log-sum-exp (the backward reads it): attention_lse of the same operands,
+        # which the attention kernel writes beside y, in torch's shape: [B, H, S] (flash),
+        # [B, H, S, 1] (cuDNN) or [B, H, S padded to 32] (efficient; the padding unread)
+        _, lse_shape = c.out_meta(n, 1)
+        rows = tuple(shape[:-1])
+        lse = c.b.op("attention_lse", [q, k] + ops[3:], "f32", rows, attrs)
+        if tuple(lse_shape) == rows + (1,):
+            lse = c.b.reshape(lse, lse_shape)
+        elif tuple(lse_shape) != rows:
+            pad = c.b.broadcast_to(c.b.const(float("inf"), "f32"), rows[:-1] + (lse_shape[-1] - rows[-1],))
+            lse = c.b.op("concat", [lse, pad], "f32", tuple(lse_shape), {"axis": len(rows) - 1})
+        outs[1] = lse
+    for i in used - {0, 1, "whole"}:
+        v = _val(n)[i]  # checked: an int64 rng seed or offset, unread without dropout
+        outs[i] = TorchSide(v.shape, v.dtype)
+    return tuple(outs)
 
 
 @checks(*_SDPA_TARGETS)
@@ -403,9 +420,18 @@ def _sdpa_check(n, query, key, value, **a):
     if scale is not None and scale <= 0:
         raise Unsupported(f"attention scale {scale}")
     if n.target not in _aten("scaled_dot_product_attention"):
-        used = _used_getitem_indices(n) - {0}
-        if used:
-            raise Unsupported("attention's logsumexp/rng outputs are used (the backward needs them)")
+        used, vals = _used_getitem_indices(n) - {0}, _val(n)
+        if "whole" in used:
+            raise Unsupported("attention's output tuple is used whole")
+        if 1 in used:
+            lse, rows = vals[1], tuple(vals[0].shape[:-1])
+            padded = tuple(lse.shape[:-1]) == rows[:-1] and lse.shape[-1] >= rows[-1]
+            if lse.dtype != torch.float32 or not (tuple(lse.shape) == rows + (1,) or padded):
+                raise Unsupported(f"attention's logsumexp {tuple(lse.shape)} is not one f32 per query row")
+        for i in used - {1}:
+            v = vals[i]
+            if not (isinstance(v, torch.Tensor) and v.dtype == torch.int64 and v.numel() <= 2):
+                raise Unsupported(f"attention's output {i} is used (not the logsumexp or an rng seed/offset)")
     if mask is not None and causal:
         raise Unsupported("attention with both a mask and is_causal")
     qv, kv, vv = _val(query), _val(key), _val(value)
