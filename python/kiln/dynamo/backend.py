@@ -27,14 +27,17 @@ logger = logging.getLogger("kiln.dynamo")
 
 
 class _Config:
-    """Knobs. `compile_fn(graph_dict) -> executable` defaults to kiln.compile; `allow_cpu` lets
+    """Knobs. `compile_fn(graph_dict) -> executable` defaults to kiln.compile with
+    `compile_kwargs`: cuda_graph=True unless KILN_TORCH_CUDA_GRAPH=0, so a region's kernels and
+    cuBLASLt calls are one graph launch (replayed while torch's allocator hands the same
+    addresses, updated in place when it does not: runtime/cuda_graph.h); `allow_cpu` lets
     regions take CPU tensors and run the executable with NumPy arrays (kiln's CPU reference
     interpreter; tests only: slow, and bf16 is refused). `min_ops` and `heavy_alone` are the
     region policy."""
 
     def __init__(self):
         self.compile_fn = None
-        self.compile_kwargs = {}
+        self.compile_kwargs = {"cuda_graph": os.environ.get("KILN_TORCH_CUDA_GRAPH", "1") != "0"}
         self.allow_cpu = False
         self.min_ops = 2
 
