@@ -216,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(256) use_tiled_scalar(const __nv_bf
 struct Body {
   using T = __half;
   static constexpr int kD = 40, kE = 24, kS = 100, kT = 77, kG = 2;
-  static constexpr bool kCausal = true, kHasMask = true;
+  static constexpr bool kCausal = true, kHasMask = true, kHasLse = true;
   static constexpr float kScaleLog2 = 0.2f;
   static constexpr long long kQRow = 40, kKRow = 40, kVRow = 24, kORow = 24;
   const __half* __restrict__ q;
@@ -224,23 +224,25 @@ struct Body {
   const __half* __restrict__ v;
   const float* __restrict__ m;
   __half* __restrict__ o;
+  float* __restrict__ l;
   __device__ const T* Q(long long b) const { return q + b * kS * kD; }
   __device__ const T* K(long long b) const { return k + b * kT * kD; }
   __device__ const T* V(long long b) const { return v + b * kT * kE; }
   __device__ T* O(long long b) const { return o + b * kS * kE; }
+  __device__ float* Lse(long long b) const { return l + b * kS; }
   __device__ float Mask(long long b, int i, int j) const { return m[i * kT + j]; }
 };
 extern "C" __global__ void __launch_bounds__(128) use_attention(const __half* q, const __half* k, const __half* v,
-                                                              const float* m, __half* o, void* scratch,
+                                                              const float* m, __half* o, float* l, void* scratch,
                                                               long long count) {
-  kiln::AttentionKernel<Body, kiln::AttentionShape<64, 32, 4, 3, false, 4>>(Body{q, k, v, m, o}, count, scratch);
+  kiln::AttentionKernel<Body, kiln::AttentionShape<64, 32, 4, 3, false, 4>>(Body{q, k, v, m, o, l}, count, scratch);
 }
 )", "use_attention"},
       {"attention_sm90.cuh", R"(
 struct Body {
   using T = __nv_bfloat16;
   static constexpr int kD = 80, kE = 72, kS = 100, kT = 77, kG = 2;
-  static constexpr bool kCausal = true, kHasMask = true;
+  static constexpr bool kCausal = true, kHasMask = true, kHasLse = false;
   static constexpr float kScaleLog2 = 0.2f;
   static constexpr long long kQRow = 80, kKRow = 80, kVRow = 72, kORow = 72;
   const T* __restrict__ q;
