@@ -289,6 +289,24 @@ class InterpreterTest(unittest.TestCase):
             g = self.check(lambda lp, t: torch.ops.aten.nll_loss_forward(lp, t, None, red, -100), lp, t)
             self.assertIn("gather", ops_of(g))
 
+    def test_nll_loss_backward(self):
+        # the gradient as a where over an iota of the classes, no scatter: mean, sum and none,
+        # an ignored row
+        lp = torch.log_softmax(torch.randn(9, 11), -1)
+        t = torch.randint(0, 11, (9,))
+        t[2] = -100
+        for red in (0, 1, 2):
+            with self.subTest(reduction=red):
+                gout = torch.randn(9) if red == 0 else torch.randn(())
+                tw = torch.tensor(8.0)
+                g = op_graph(torch.ops.aten.nll_loss_backward.default, gout, lp, t, None, red, -100, tw)
+                graph, _ = cv.convert(g)
+                self.assertIn("iota", ops_of(graph))
+                self.assertNotIn("scatter", ops_of(graph))
+                got = cli_compile(graph)(gout, lp, t, tw)
+                want = torch.ops.aten.nll_loss_backward(gout, lp, t, None, red, -100, tw)
+                assert_close(self, got[0] if isinstance(got, (tuple, list)) else got, want)
+
     def test_attention(self):
         for dt in self.DTYPES:
             with self.subTest(dtype=dt):

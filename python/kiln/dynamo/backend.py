@@ -433,8 +433,14 @@ def _make_backend():
     def inference(gm, example_inputs):
         return _compile_graph(gm, example_inputs, "inference")
 
+    # inductor's partitioner: the forward saves what is expensive to recompute (matmul outputs,
+    # statistics) and the backward recomputes cheap ops (pointwise, softmax, log_softmax) from
+    # them, which kiln fuses into the kernels that read them; the default one saves every
+    # intermediate the backward reads (an LM head's [tokens, vocab] log-probabilities)
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
     return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
-                        decompositions=_decompositions())
+                        decompositions=_decompositions(), partition_fn=min_cut_rematerialization_partition)
 
 
 def kiln_backend(gm, example_inputs, **kwargs):

@@ -310,6 +310,39 @@ def _nll_loss_forward(c, n, self, target, weight, reduction, ignore_index):
     return (loss, tw)
 
 
+@handles(*_aten("nll_loss_backward"))
+def _nll_loss_backward(c, n, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    # d loss / d lp[r, j] = -g_r [j == t_r and t_r != ignore_index], g_r = g / total_weight
+    # (mean), g (sum), g[r] (none): one pointwise expression over an iota of the classes, which
+    # fuses with the log_softmax backward that reads it (no dense scatter into zeros)
+    dtype, shape = c.out_meta(n)
+    t = c.value(target)
+    rows, classes = (1, shape[0]) if len(shape) == 1 else shape
+    t2 = c.b.reshape(t, (rows, 1))
+    cls = c.b.op("iota", [], t.dtype, (classes,), {"shape": [classes], "axis": 0, "dtype": t.dtype})
+    hit = c.b.op("logical_and", [c.b.binary("eq", t2, cls, "bool"),
+                                 c.b.binary("ne", t2, c.b.const(ignore_index, t.dtype), "bool")],
+                 "bool", (rows, classes))
+    g = c.value(grad_output, dtype)
+    if reduction == 0:
+        g = c.b.reshape(g, (rows, 1))
+    else:
+        g = c.b.reshape(g, ())
+        if reduction == 1:
+            g = c.b.binary("div", g, c.b.reshape(c.value(total_weight, dtype), ()))
+    grad = c.b.op("where", [hit, c.b.unary("neg", g), c.b.const(0, dtype)], dtype, (rows, classes))
+    return c.b.reshape(grad, shape) if len(shape) == 1 else grad
+
+
+@checks(*_aten("nll_loss_backward"))
+def _nll_backward_check(n, grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    if weight is not None:
+        raise Unsupported("nll_loss with class weights")
+    v = _val(self)
+    if v is not None and v.dim() > 2:
+        raise Unsupported("nll_loss over more than 2 dims")
+
+
 @checks(*_aten("nll_loss_forward"))
 def _nll_check(n, self, target, weight, reduction, ignore_index):
     if weight is not None:
