@@ -136,6 +136,51 @@ TEST(CompileTest, AttentionTheTemplateDoesNotRunIsLoweredBeforeFusion) {
   EXPECT_EQ(Count(p, Step::Kind::kKernel), 1) << p.ToString();  // scale, causal mask and softmax: one row kernel
 }
 
+// An LM head's cross-entropy backward (log_softmax recomputed, nll_loss's gradient as a where
+// over an iota): its default row kernel keeps the 32000-wide rows in shared memory at 3 blocks
+// of 512 threads per SM, and under that __launch_bounds__ minimum ptxas spilled (40 registers).
+// A spilling default is built again without the minimum, and the ledger says so.
+TEST(CompileTest, ASpillingDefaultIsBuiltWithoutItsBlocksPerSmMinimum) {
+  auto graph = ParseGraph(R"(graph ceb(x: bf16[4096,32000], t: i64[4096], g: f32[], tw: f32[]) {
+    lsm: bf16[4096,32000] = log_softmax(x) {axis = 1}
+    t2: i64[4096,1] = reshape(t) {shape = [4096, 1]}
+    cls: i64[32000] = iota() {shape = [32000], axis = 0, dtype = "i64"}
+    hit: bool[4096,32000] = eq(t2, cls)
+    ign: i64[] = constant() {data = [-100]}
+    kept: bool[4096,1] = ne(t2, ign)
+    h: bool[4096,32000] = logical_and(hit, kept)
+    gw: f32[] = div(g, tw)
+    ng: f32[] = neg(gw)
+    ngb: bf16[] = cast(ng) {dtype = "bf16"}
+    zero: bf16[] = constant() {data = [0]}
+    go: bf16[4096,32000] = where(h, ngb, zero)
+    gf: f32[4096,32000] = cast(go) {dtype = "f32"}
+    s: f32[4096,1] = reduce_sum(gf) {axes = [1], keep_dims = true}
+    lf: f32[4096,32000] = cast(lsm) {dtype = "f32"}
+    e: f32[4096,32000] = exp(lf)
+    es: f32[4096,32000] = mul(e, s)
+    d: f32[4096,32000] = sub(gf, es)
+    y: bf16[4096,32000] = cast(d) {dtype = "bf16"}
+    return y
+  })");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  KernelCache cache("");
+  CompileOptions options;
+  options.arch = "sm_90a";
+  options.cache = &cache;
+  auto compiled = Compile(std::move(*graph), options);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const Program& p = compiled->lowered.program;
+  ASSERT_EQ(p.modules.size(), 1u);
+  EXPECT_EQ(p.modules[0].spill_bytes, 0) << p.modules[0].params;
+  EXPECT_EQ(p.modules[0].params.find("min_blocks"), std::string::npos) << p.modules[0].params;
+  bool noted = false;
+  for (const LoweredRegion& r : compiled->lowered.regions) {
+    for (const std::string& note : r.notes) noted |= note.find("built without its blocks-per-SM minimum") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
 TEST(CompileTest, DiskCacheServesASecondProcess) {
   std::string dir = CacheDir();
   {
