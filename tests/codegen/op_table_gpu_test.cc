@@ -185,6 +185,8 @@ Cases CasesFor(const OpInfo& op) {
     }
     case OpKind::kBroadcastTo:
       return ForTypes(name, FloatsAndInts(), "x: $T[1,$S]", "y = broadcast_to(x) {shape = [3,$S]}");
+    case OpKind::kAttentionLse:  // alone (no twin attention): lowered, its row kernel over f32 scores
+      return ForTypes(name, Floats(), "q: $T[2,$S], k: $T[2,$S]", "y = attention_lse(q, k) {causal = true, scale = 0.25}");
     default:
       return {};
   }
@@ -194,7 +196,7 @@ Cases CasesFor(const OpInfo& op) {
 const std::set<OpKind> kNoKernel = {
     OpKind::kInput, OpKind::kConstant,  // leaves: buffers, or literals inside kernels
     OpKind::kMatmul,                    // cuBLASLt (tests/runtime/matmul_gpu_test.cc)
-    OpKind::kAttention,                 // matmul + row kernel + matmul (tests/runtime/executable_gpu_test.cc)
+    OpKind::kAttention,                 // the tiled kernel (attention_gpu_test.cc; attention_lse beside it there too)
 };
 
 class OpTableGpuTest : public ::testing::Test {
