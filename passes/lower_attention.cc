@@ -50,14 +50,21 @@ Node* Scores(Rewriter& rw, const Node* node, Node* mask, bool f32) {
   return s;
 }
 
+// The guarded shift of each row of s, m0 = max, or 0 where the row is all -inf ([.., S, 1]),
+// and e = exp(s - m0).
+std::pair<Node*, Node*> ShiftedExp(Rewriter& rw, Node* s) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const DType t = s->dtype();
+  Node* m = rw.Add(OpKind::kReduceMax, {s}, LastAxis(static_cast<int64_t>(s->shape().size()), true));
+  Node* m0 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {m, rw.Scalar(-inf, t)}), rw.Scalar(0, t), m});
+  return {m0, rw.Add(OpKind::kExp, {rw.Add(OpKind::kSub, {s, m0})})};
+}
+
 Node* Lower(Graph& graph, Node* node) {
   Rewriter rw(graph, node->name());
-  const double inf = std::numeric_limits<double>::infinity();
   Node* s = Scores(rw, node, node->num_operands() > 3 ? node->operand(3) : nullptr, false);
   const int64_t srank = static_cast<int64_t>(s->shape().size());
-  Node* m = rw.Add(OpKind::kReduceMax, {s}, LastAxis(srank, true));
-  Node* m0 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {m, rw.Scalar(-inf, m->dtype())}), rw.Scalar(0, m->dtype()), m});
-  Node* e = rw.Add(OpKind::kExp, {rw.Add(OpKind::kSub, {s, m0})});
+  Node* e = ShiftedExp(rw, s).second;
   Node* l = rw.Add(OpKind::kReduceSum, {e}, LastAxis(srank, true));
   Node* l1 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {l, rw.Scalar(0, l->dtype())}), rw.Scalar(1, l->dtype()), l});
   return rw.Add(OpKind::kMatmul, {rw.Add(OpKind::kDiv, {e, l1}), node->operand(2)});
@@ -67,10 +74,8 @@ Node* LowerLse(Graph& graph, Node* node) {
   Rewriter rw(graph, node->name());
   const double inf = std::numeric_limits<double>::infinity();
   Node* s = Scores(rw, node, node->num_operands() > 2 ? node->operand(2) : nullptr, true);
-  const int64_t srank = static_cast<int64_t>(s->shape().size());
-  Node* m = rw.Add(OpKind::kReduceMax, {s}, LastAxis(srank, true));
-  Node* m0 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {m, rw.Scalar(-inf, DType::kF32)}), rw.Scalar(0, DType::kF32), m});
-  Node* l = rw.Add(OpKind::kReduceSum, {rw.Add(OpKind::kExp, {rw.Add(OpKind::kSub, {s, m0})})}, LastAxis(srank, false));
+  auto [m0, e] = ShiftedExp(rw, s);
+  Node* l = rw.Add(OpKind::kReduceSum, {e}, LastAxis(static_cast<int64_t>(s->shape().size()), false));
   Node* shift = rw.Add(OpKind::kReshape, {m0}, {{"shape", l->shape()}});
   return rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {l, rw.Scalar(0, DType::kF32)}), rw.Scalar(inf, DType::kF32),
                                  rw.Add(OpKind::kAdd, {shift, rw.Add(OpKind::kLog, {l})})});

@@ -19,13 +19,17 @@ std::string CacheDir() {
   return (std::filesystem::temp_directory_path() / ("kiln_compile_test_" + std::to_string(getpid()))).string();
 }
 
-absl::StatusOr<Compiled> CompileFile(const std::string& path, KernelCache& cache) {
-  auto graph = LoadGraph(path);
-  if (!graph.ok()) return graph.status();
+absl::StatusOr<Compiled> CompileSm90a(std::unique_ptr<Graph> graph, KernelCache& cache) {
   CompileOptions options;
   options.arch = "sm_90a";
   options.cache = &cache;
-  return Compile(std::move(*graph), options);
+  return Compile(std::move(graph), options);
+}
+
+absl::StatusOr<Compiled> CompileFile(const std::string& path, KernelCache& cache) {
+  auto graph = LoadGraph(path);
+  if (!graph.ok()) return graph.status();
+  return CompileSm90a(std::move(*graph), cache);
 }
 
 int Count(const Program& p, Step::Kind kind) {
@@ -165,10 +169,7 @@ TEST(CompileTest, ASpillingDefaultIsBuiltWithoutItsBlocksPerSmMinimum) {
   })");
   ASSERT_TRUE(graph.ok()) << graph.status();
   KernelCache cache("");
-  CompileOptions options;
-  options.arch = "sm_90a";
-  options.cache = &cache;
-  auto compiled = Compile(std::move(*graph), options);
+  auto compiled = CompileSm90a(std::move(*graph), cache);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   const Program& p = compiled->lowered.program;
   ASSERT_EQ(p.modules.size(), 1u);
@@ -270,10 +271,7 @@ TEST(DropoutPlanTest, NoBufferHoldsAMask) {
   })");
   ASSERT_TRUE(graph.ok()) << graph.status();
   KernelCache cache("");
-  CompileOptions options;
-  options.arch = "sm_90a";
-  options.cache = &cache;
-  auto compiled = Compile(std::move(*graph), options);
+  auto compiled = CompileSm90a(std::move(*graph), cache);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   const Program& p = compiled->lowered.program;
   for (const Buffer& b : p.buffers) {
