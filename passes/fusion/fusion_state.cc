@@ -19,17 +19,22 @@ namespace {
 // without attention_lse keeps its post order exactly.
 std::vector<Node*> PlanningOrder(const Graph& graph) {
   std::vector<Node*> order = graph.PostOrder();
-  std::map<const Node*, Node*> lse_of;  // twin -> its attention_lse
+  std::map<const Node*, Node*> lse_of;         // twin -> its attention_lse
+  std::map<const Node*, const Node*> twin_of;  // attention_lse -> its twin
   for (Node* n : order) {
     if (n->op() != OpKind::kAttentionLse) continue;
     const Node* twin = AttentionTwin(*n);
     KILN_CHECK(twin != nullptr) << "attention_lse without its attention reached fusion: " << n->ToString();
-    lse_of[twin] = n;
+    KILN_CHECK(lse_of.emplace(twin, n).second) << "two attention_lse of " << twin->ToString() << " (cse merges them)";
+    twin_of[n] = twin;
   }
   if (lse_of.empty()) return order;
   std::map<const Node*, int> position;
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int>(i);
-  auto unit = [&](const Node* n) { return n->op() == OpKind::kAttentionLse ? AttentionTwin(*n) : n; };
+  auto unit = [&](const Node* n) {
+    auto it = twin_of.find(n);
+    return it == twin_of.end() ? n : it->second;
+  };
   std::map<const Node*, std::set<const Node*>> needs, needed_by;
   for (Node* n : order) {
     needs[unit(n)];
@@ -73,10 +78,11 @@ FusionState::FusionState(const Graph& graph, const DeviceSpec& device)
   // An attention_lse starts in its twin's region (the kernel writes both; lower_attention left
   // only those whose twin the template runs), right after it in the order: the twin's rank
   // stays the region's.
-  for (Node* n : post_order_) {
+  for (size_t i = 0; i < post_order_.size(); ++i) {
+    Node* n = post_order_[i];
     if (n->op() != OpKind::kAttentionLse) continue;
-    const Node* twin = AttentionTwin(*n);
-    KILN_CHECK(twin != nullptr && attention_region.count(twin)) << "attention_lse without its attention: " << n->ToString();
+    const Node* twin = post_order_[i - 1];  // PlanningOrder put it right after its twin
+    KILN_CHECK(twin->op() == OpKind::kAttention && attention_region.count(twin)) << n->ToString();
     const int id = attention_region.at(twin);
     regions_.at(id).push_back(n);
     node_regions_[n].insert(id);
