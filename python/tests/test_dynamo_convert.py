@@ -161,6 +161,13 @@ class ConvertOpsTest(unittest.TestCase):
         self.assertEqual(lse["inputs"], att["inputs"][:2])
         self.assertEqual(lse["attrs"], att["attrs"])
         self.assertEqual(sum(isinstance(j, cv.TorchSide) for j in info["out_map"]), 2)
+        # the output in the layout the trace gives it ([B,H,S,D] stored as [B,S,H,D]): computed
+        # transposed, returned as the permuted view
+        out = [n for n in gm.graph.nodes if n.op == "output"][0].args[0][0].meta["val"]
+        if not out.is_contiguous():
+            self.assertIsInstance(info["out_map"][0], tuple)
+            self.assertIn("transpose", ops_of(g))
+            self.assertEqual(info["out_map"][0][1], (0, 2, 1, 3))
 
     def test_scalar_constants_take_the_tensor_dtype(self):
         x = torch.randn(4, 4, dtype=torch.bfloat16)

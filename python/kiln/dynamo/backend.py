@@ -302,8 +302,9 @@ class KilnRegion(torch.nn.Module):
             return self._fallback(f"run failed: {type(e).__name__}: {e}", args)
         stats["runs"] += 1
         dev = args[0].device if args else "cpu"
-        outs = tuple(outs[j] if isinstance(j, int) else j.get(dev) if isinstance(j, _cv.TorchSide)
-                     else _replay_view(self._views[i], args) for i, j in enumerate(info["out_map"]))
+        outs = tuple(outs[j] if isinstance(j, int) else outs[j[0]].permute(j[1]) if isinstance(j, tuple)
+                     else j.get(dev) if isinstance(j, _cv.TorchSide) else _replay_view(self._views[i], args)
+                     for i, j in enumerate(info["out_map"]))
         if self._single:
             return outs[0]
         return outs

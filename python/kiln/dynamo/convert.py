@@ -399,7 +399,11 @@ class Converter:
     def _outputs(self, n):
         """One kiln output per distinct value: an FX output the caller computes in torch
         (self.torch_outputs) gets None in self.out_map, and a value returned twice (x and
-        detach(x)) is one kiln output, so that lowering copies nothing."""
+        detach(x)) is one kiln output, so that lowering copies nothing. An output the trace
+        gives permuted strides (SDPA's output, [B,H,S,D] laid out as [B,S,H,D]) is computed in
+        that layout (a transpose kiln folds into the producer's store, and often shares with
+        the consumer that reads it so) and returned as the permuted view: out_map holds
+        (index, the permutation that gives the traced shape)."""
         outs = n.args[0]
         if not isinstance(outs, (list, tuple)):
             outs = [outs]
@@ -414,12 +418,27 @@ class Converter:
                 self.out_map.append(self.env[o])
                 continue
             v = self.value(o)
+            perm = _dense_permutation(_val(o))
+            if perm is not None:
+                v = self.b.op("transpose", [v], v.dtype, tuple(v.shape[d] for d in perm), {"perm": list(perm)})
             if v.name not in index_of:
                 name = f"out{i}"
                 self.b._names.add(name)
                 index_of[v.name] = len(self.b.outputs)
                 self.b.outputs.append({"name": name, "node": v.name})
-            self.out_map.append(index_of[v.name])
+            if perm is None:
+                self.out_map.append(index_of[v.name])
+            else:
+                self.out_map.append((index_of[v.name], tuple(sorted(range(len(perm)), key=lambda d: perm[d]))))
+
+
+def _dense_permutation(t):
+    """p with t.permute(p) contiguous, for a tensor whose strides are a non-identity permutation
+    of a dense layout; None for a contiguous tensor or any other layout."""
+    if not isinstance(t, torch.Tensor) or t.dim() < 2 or t.is_contiguous():
+        return None
+    dims = sorted(range(t.dim()), key=lambda d: (-t.stride(d), -t.shape[d]))
+    return tuple(dims) if t.permute(dims).is_contiguous() and dims != sorted(dims) else None
 
 
 def convert(graph, input_specs=None, name="kiln_region", module=None, torch_outputs=()):
