@@ -411,6 +411,8 @@ absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan
   }
   if (why.empty()) return result;
   KILN_ASSIGN_OR_RETURN(LowerResult second, LowerOnce(graph, plan, again));
+  second.cache_before = result.cache_before;  // the report covers both compiles
+  second.compile_wall_ms += result.compile_wall_ms;
   for (LoweredRegion& lowered : second.regions) {
     if (why.count(lowered.region)) lowered.notes.push_back(why[lowered.region]);
   }

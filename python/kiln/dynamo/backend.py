@@ -148,10 +148,8 @@ def _perm_of(t):
     """None if contiguous; a permutation p with t.permute(p) contiguous; or 'copy'."""
     if t.is_contiguous():
         return None
-    dims = sorted(range(t.dim()), key=lambda d: (-t.stride(d), -t.shape[d]))
-    if t.permute(dims).is_contiguous():
-        return tuple(dims)
-    return "copy"
+    perm = _cv._dense_permutation(t)
+    return "copy" if perm is None else perm
 
 
 # Ops whose result is a view of their operand: an output made of these alone over a region
