@@ -6,7 +6,7 @@ For each module, dtype and mode (eval forward; train forward + backward) it meas
   cold: wall time of the first call of a freshly compiled module (dynamo + backend compile +
         first run), torch.cuda.synchronize() before and after;
   step: steady-state time per call, CUDA events around `--iters` calls after `--warmup`
-        calls, divided by the count.
+        calls, divided by the count; the median of `--reps` such blocks.
 and prints a table (and --json FILE writes the rows).
 
     PYTHONPATH=python python3 bench/torch_backend.py [--modules gpt2_block,...] [--dtypes bf16,f32]
@@ -38,7 +38,10 @@ def _step(fn, inp, train, params):
     return out
 
 
-def measure(fn, inp, train, params, warmup, iters):
+def measure(fn, inp, train, params, warmup, iters, reps):
+    """(cold s, median step ms, every block's step ms): `reps` blocks of `iters` calls each,
+    timed by CUDA events; the median block, so that one host hiccup (these steps are often
+    bound by the host's launches) does not decide the row."""
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     _step(fn, inp, train, params)
@@ -46,14 +49,17 @@ def measure(fn, inp, train, params, warmup, iters):
     cold = time.perf_counter() - t0
     for _ in range(warmup):
         _step(fn, inp, train, params)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(iters):
-        _step(fn, inp, train, params)
-    end.record()
-    torch.cuda.synchronize()
-    return cold, start.elapsed_time(end) / iters
+    blocks = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(iters):
+            _step(fn, inp, train, params)
+        end.record()
+        torch.cuda.synchronize()
+        blocks.append(start.elapsed_time(end) / iters)
+    return cold, sorted(blocks)[len(blocks) // 2], blocks
 
 
 def main():
@@ -68,6 +74,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--reps", type=int, default=5, help="timed blocks of --iters calls; the median is reported")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -78,7 +85,8 @@ def main():
         import kiln.dynamo  # noqa: F401 -- registers backend="kiln"
     rows = []
     print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  d={args.d} batch={args.batch} "
-          f"seq={args.seq}; cold = first call incl. compile (s), step = ms per call (CUDA events)")
+          f"seq={args.seq}; cold = first call incl. compile (s), step = ms per call (CUDA events, median of "
+          f"{args.reps} blocks of {args.iters})")
     hdr = f"{'module':<12} {'dtype':<5} {'mode':<5} " + " ".join(f"{b + ' cold':>12} {b + ' step':>12}" for b in backends)
     print(hdr)
     for name in args.modules.split(","):
@@ -98,8 +106,8 @@ def main():
                     ctx = torch.no_grad() if not train else torch.enable_grad()
                     try:
                         with ctx:
-                            cold, step = measure(fn, inp, train, params, args.warmup, args.iters)
-                        row[b] = {"cold_s": cold, "step_ms": step}
+                            cold, step, blocks = measure(fn, inp, train, params, args.warmup, args.iters, args.reps)
+                        row[b] = {"cold_s": cold, "step_ms": step, "blocks_ms": blocks}
                     except Exception as e:  # noqa: BLE001 -- one failing backend should not end the table
                         row[b] = {"error": f"{type(e).__name__}: {e}"}
                 rows.append(row)

@@ -54,6 +54,8 @@ class ElementwiseEmitter {
   std::map<const Node*, std::string> in_names_, out_names_;
   CodeWriter w_{2};
   bool uses_philox_ = false, uses_layout_ = false;
+  std::string guard_;                          // the enclosing concat pieces' selection, if any
+  std::map<std::string, std::string> guards_;  // selection condition -> its variable
   // Vector mode: the loaded value of each input for the lane being evaluated.
   int lane_ = -1;
   std::map<const Node*, std::pair<std::string, bool>> vec_inputs_;  // name, is_array
@@ -80,7 +82,7 @@ std::string ElementwiseEmitter::Bind(const TypedExpr& e, const std::string& key,
 
 absl::StatusOr<TypedExpr> ElementwiseEmitter::Value(const Node* n, const std::string& idx) {
   if (IsInlinedConstant(n)) return ConstantLiteral(*n);
-  const std::string key = absl::StrCat(n->name(), "@", lane_ >= 0 ? absl::StrCat("lane", lane_) : idx);
+  const std::string key = absl::StrCat(n->name(), "@", lane_ >= 0 ? absl::StrCat("lane", lane_) : idx, "|", guard_);
   if (const std::string* v = w_.Lookup(key)) return TypedExpr{*v, ComputeType(n->dtype())};
   TypedExpr e;
   if (!Member(n)) {
@@ -100,7 +102,10 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Load(const Node* n, const std::str
     const auto& [name, is_array] = vec_inputs_.at(n);
     return TypedExpr{is_array ? absl::StrCat(name, "[", lane_, "]") : name, ComputeType(n->dtype())};
   }
-  return TypedExpr{absl::StrCat("kiln::ToCompute(", it->second, "[", Index(idx), "])"), ComputeType(n->dtype())};
+  // Inside a concat's piece only the selected piece reads its address; the others read element 0
+  // (one cached line, not the piece's whole tensor).
+  const std::string at = guard_.empty() ? Index(idx) : absl::StrCat("(", guard_, " ? ", Index(idx), " : 0LL)");
+  return TypedExpr{absl::StrCat("kiln::ToCompute(", it->second, "[", at, "])"), ComputeType(n->dtype())};
 }
 
 absl::StatusOr<TypedExpr> ElementwiseEmitter::Compute(const Node* n, const std::string& idx) {
@@ -185,18 +190,30 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Concat(const Node* n, const std::s
   const std::string outer = Index(absl::StrCat("(", i, " / ", s[axis] * inner, "LL)"));
   const std::string along = Index(absl::StrCat("((", i, " / ", inner, "LL) % ", s[axis], "LL)"));
   const std::string within = inner == 1 ? "0" : Index(absl::StrCat("(", i, " % ", inner, "LL)"));
-  // Every piece is evaluated at a clamped index (so its loads stay in bounds), then one is selected.
+  // Every piece is evaluated at a clamped index (so its loads stay in bounds), then one is selected;
+  // a piece's loads are guarded by its selection, so the others read no memory of their own.
   std::vector<std::pair<int64_t, TypedExpr>> pieces;
   int64_t offset = 0;
   const CType t = ComputeType(n->dtype());
+  const std::string outer_guard = guard_;
   for (const Node* o : n->operands()) {
     const int64_t ext = o->shape()[axis];
     if (ext == 0) continue;
     std::string local = absl::StrCat("kiln::ClampIndex(", along, " - ", offset, "LL, ", ext, "LL)");
     std::string pidx = SumTerms({Scale(outer, ext * inner), Scale(absl::StrCat("(", local, ")"), inner), within});
-    KILN_ASSIGN_OR_RETURN(TypedExpr v, Value(o, pidx));
+    const std::string cond = absl::StrCat(outer_guard.empty() ? "" : outer_guard + " && ", along, " >= ", offset,
+                                          "LL && ", along, " < ", offset + ext, "LL");
+    std::string& g = guards_[cond];
+    if (g.empty()) {
+      g = w_.Fresh("g");
+      w_.Line(absl::StrCat("const bool ", g, " = ", cond, ";"));
+    }
+    guard_ = g;
+    absl::StatusOr<TypedExpr> v = Value(o, pidx);
+    guard_ = outer_guard;
+    if (!v.ok()) return v.status();
     offset += ext;
-    pieces.push_back({offset, Coerce(v, t)});
+    pieces.push_back({offset, Coerce(*v, t)});
   }
   if (pieces.empty()) return absl::InvalidArgumentError(absl::StrCat("concat ", n->name(), " has no elements"));
   std::string e = pieces.back().second.code;

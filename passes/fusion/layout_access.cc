@@ -204,6 +204,33 @@ std::optional<AffineIndex> DigitsOf(const AffineForm& linear, const Shape& shape
 
 namespace {
 
+// The space axis e that alone selects a concat's piece, when its pieces all have one extent P
+// and its axis coordinate is P c_e + r with r in [0, P) everywhere (a space axis split at the
+// piece boundaries: the walk splits the axis where a reshape inside a piece needs it): within
+// piece k, c_e == k and the piece's coordinate is r, a form valid over the whole space, where
+// the plain one (the coordinate minus the piece's start) leaves the piece's range and stops a
+// reshape below it from being affine. -1 when there is none.
+int PieceAxis(const AffineForm& coord, const std::vector<int64_t>& starts, const Shape& space) {
+  const int64_t piece = starts.size() > 2 ? starts[1] - starts[0] : 0;
+  if (piece <= 1 || coord.offset < 0) return -1;
+  for (size_t k = 1; k < starts.size(); ++k) {
+    if (starts[k] - starts[k - 1] != piece) return -1;
+  }
+  int e = -1;
+  int64_t top = coord.offset;  // the largest r
+  for (size_t d = 0; d < space.size(); ++d) {
+    const int64_t m = coord.coeff[d];
+    if (m == 0 || space[d] == 1) continue;
+    if (m < 0) return -1;
+    if (m == piece && e < 0 && space[d] == static_cast<int64_t>(starts.size()) - 1) {
+      e = static_cast<int>(d);
+    } else {
+      top += m * (space[d] - 1);
+    }
+  }
+  return e >= 0 && top < piece ? e : -1;
+}
+
 std::optional<AffineIndex> OperandIndexRaw(const Node& n, int k, const AffineIndex& at, const Shape& space,
                                            AxisSplit* split) {
   const Node* x = n.operand(k);
@@ -242,8 +269,16 @@ std::optional<AffineIndex> OperandIndexRaw(const Node& n, int k, const AffineInd
     }
     case OpKind::kConcat: {
       const int axis = ConcatAxis(n);
+      const std::vector<int64_t> starts = ConcatStarts(n);
       AffineIndex out = at;
-      out[axis].offset -= ConcatStarts(n)[k];
+      AffineForm& c = out[axis];
+      const int e = PieceAxis(c, starts, space);
+      if (e >= 0) {
+        // Piece k is selected exactly where c_e == k: there its coordinate is the rest of the form.
+        c.coeff[e] = 0;
+        return out;
+      }
+      c.offset -= starts[k];
       return out;
     }
     default:

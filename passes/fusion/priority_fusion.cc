@@ -15,6 +15,7 @@
 #include "passes/fusion/fusion_state.h"
 #include "passes/fusion/legality.h"
 #include "passes/fusion/region_kind.h"
+#include "passes/fusion/sibling_fusion.h"
 
 namespace kiln {
 namespace {
@@ -441,6 +442,8 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
     plan.records.push_back(fuse);
     ++plan.merges;
   }
+
+  if (!plan.fuel_exhausted) FuseSiblings(state, device, &plan);
 
   for (int id : ExecutionOrder(state)) {
     plan.regions.push_back(state.Describe(id));

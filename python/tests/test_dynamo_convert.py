@@ -210,14 +210,43 @@ class ConvertOpsTest(unittest.TestCase):
         gm = trace(f, torch.randn(3, 4), torch.randn(5, 4))
         chains = kb._view_chains(gm)
         self.assertEqual(list(chains), [0])
-        g, info = cv.convert(gm.graph, module=gm, torch_outputs=chains)
+        g, info = cv.convert(gm.graph, module=gm, torch_outputs=kb.torch_outputs(chains))
         self.assertEqual(info["out_map"], [None, 0, 0])
         self.assertEqual(len(g["outputs"]), 1)
         # the transpose is left dead in the JSON (kiln's dead-node pass drops it)
         out = [n for n in g["nodes"] if n["name"] == g["outputs"][0]["node"]][0]
         self.assertEqual(out["op"], "exp")
         x, w = torch.randn(3, 4), torch.randn(5, 4)
-        self.assertTrue(torch.equal(kb._replay_view(chains[0], (x, w)), w.t()))
+        self.assertTrue(torch.equal(kb._replay_view(chains[0], w), w.t()))
+
+    def test_strided_views_of_computed_values_are_torch_views_of_kiln_outputs(self):
+        # q, k, v saved for an attention backward: [B,H,S,D] views (through split and getitem)
+        # of one [B,S,3*H*D] projection. kiln returns the projection once and torch takes the
+        # three views of it, where kiln would write a strided copy of each; a contiguous view
+        # (the reshape) stays a kiln output.
+        from kiln.dynamo import backend as kb
+
+        def f(x, w):
+            qkv = torch.matmul(x, w)
+            q, k, v = qkv.split(8, dim=-1)
+            heads = [t.view(2, 5, 2, 4).transpose(1, 2) for t in (q, k, v)]
+            return (*heads, torch.exp(qkv).reshape(10, 24))
+
+        x, w = torch.randn(2, 5, 6), torch.randn(6, 24)
+        gm = trace(f, x, w)
+        chains = kb._view_chains(gm)
+        self.assertEqual(sorted(chains), [0, 1, 2])
+        for base, nodes in chains.values():
+            self.assertEqual(base[0], "node")
+        g, info = cv.convert(gm.graph, module=gm, torch_outputs=kb.torch_outputs(chains))
+        self.assertEqual(info["out_map"][:3], [cv.ViewOf(0)] * 3)
+        self.assertEqual(info["out_map"][3], 1)
+        self.assertEqual(len(g["outputs"]), 2)
+        qkv = torch.matmul(x, w)
+        for i, want in enumerate(f(x, w)[:3]):
+            got = kb._replay_view(chains[i], qkv)
+            self.assertTrue(torch.equal(got, want))
+            self.assertEqual(got.stride(), want.stride())
 
     def test_cpu_nodes_are_declined_by_default(self):
         gm = trace(lambda x: torch.exp(x), torch.randn(3))

@@ -148,5 +148,45 @@ class EndToEndTest(unittest.TestCase):
                 ops = [o for r in rep.kiln_regions() for o in r["ops"]]
                 self.assertTrue(any("scaled_dot_product" in o for o in ops), str(rep))
 
+    def test_forward_does_not_save_what_the_backward_recomputes(self):
+        # The backward recomputes log_softmax from the saved logits (the LM head) and softmax
+        # from the saved scores (BERT's attention written out), after a recompute hint to the
+        # min-cut partitioner: the forward writes no such [tokens, vocab] or [B, H, S, S]
+        # output, and the backward's graph holds the op it recomputes.
+        import kiln
+
+        graphs = []
+
+        def capture(graph):
+            graphs.append(graph)
+            return kiln.compile(graph, **self.kd.config.compile_kwargs)
+
+        for name, op in (("lm_head", "log_softmax"), ("bert_layer", "softmax")):
+            for dt in ("f32", "bf16"):
+                with self.subTest(module=name, dtype=dt):
+                    m, inp = self._module(name, dt, True)
+                    saved, self.kd.config.compile_fn = self.kd.config.compile_fn, capture
+                    try:
+                        graphs.clear()
+                        f = _compile(m)
+                        out = f(*inp)
+                        forward = list(graphs)
+                        out.float().sum().backward()
+                        backward = graphs[len(forward):]
+                    finally:
+                        self.kd.config.compile_fn = saved
+                    self.assertTrue(forward and backward, "no kiln graph was compiled")
+
+                    def ops(g):
+                        return {n["name"]: n["op"] for n in g["nodes"]}
+
+                    for g in forward:
+                        by_name = ops(g)
+                        produced = [by_name.get(o["node"]) for o in g["outputs"]]
+                        self.assertNotIn(op, produced, f"the forward saves the {op} output")
+                    self.assertTrue(any(op in ops(g).values() for g in backward),
+                                    f"the backward does not recompute {op}")
+
+
 if __name__ == "__main__":
     unittest.main()

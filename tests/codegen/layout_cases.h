@@ -178,6 +178,34 @@ inline std::vector<std::pair<std::string, std::string>> VectorLayoutGraphs() {
           y: f32[5,16] = concat(a, b) {axis = 1}
           return y
         })"},
+      // the q/k/v gradients of an attention backward, concatenated into one [tokens, 3 x hidden]
+      // tensor for the fused projection's backward: equal pieces over heads x head_dim, each
+      // piece's coordinate affine within it (the space axis split at the piece boundaries)
+      {"concat_head_gradients_f32_vec", R"(graph g(q: f32[2,5,4,8], k: f32[2,5,4,8], v: f32[2,5,4,8]) {
+          rq: f32[2,5,32] = reshape(q) {shape = [2, 5, 32]}
+          rk: f32[2,5,32] = reshape(k) {shape = [2, 5, 32]}
+          rv: f32[2,5,32] = reshape(v) {shape = [2, 5, 32]}
+          c: f32[2,5,96] = concat(rq, rk, rv) {axis = 2}
+          y: f32[10,96] = reshape(c) {shape = [10, 96]}
+          return y
+        })"},
+      {"concat_head_gradients_transposed_bf16_vec", R"(graph g(q: bf16[2,4,5,8], k: bf16[2,4,5,8]) {
+          tq: bf16[2,5,4,8] = transpose(q) {perm = [0, 2, 1, 3]}
+          tk: bf16[2,5,4,8] = transpose(k) {perm = [0, 2, 1, 3]}
+          rq: bf16[2,5,32] = reshape(tq) {shape = [2, 5, 32]}
+          rk: bf16[2,5,32] = reshape(tk) {shape = [2, 5, 32]}
+          c: bf16[2,5,64] = concat(rq, rk) {axis = 2}
+          y: bf16[10,64] = reshape(c) {shape = [10, 64]}
+          return y
+        })"},
+      // grouped-query heads: unequal pieces keep the one-element-per-thread kernel
+      {"concat_unequal_head_gradients_f16_scalar", R"(graph g(q: f16[2,5,4,8], k: f16[2,5,2,8]) {
+          rq: f16[2,5,32] = reshape(q) {shape = [2, 5, 32]}
+          rk: f16[2,5,16] = reshape(k) {shape = [2, 5, 16]}
+          c: f16[2,5,48] = concat(rq, rk) {axis = 2}
+          y: f16[10,48] = reshape(c) {shape = [10, 48]}
+          return y
+        })"},
       {"rotary_bf16_vec", RotaryGraph("bf16", {2, 3}, 33, 64)},
       {"rotary_f16_head128_vec", RotaryGraph("f16", {1, 4}, 7, 128)},
       {"rotary_f32_vec", RotaryGraph("f32", {3}, 5, 64)},

@@ -60,6 +60,40 @@ TEST(PlainVectorTest, AConcatAlongAnOuterAxisKeepsTheFullVector) {
   }
 }
 
+// Equal pieces whose reshape splits the concat axis (q/k/v head gradients into one [tokens,
+// 3 x hidden] tensor): the space axis splits at the piece boundaries, one space axis selects the
+// piece, and each piece reads its input contiguously at a form valid over the whole space.
+TEST(PlainVectorTest, EqualPiecesBehindAReshapeVectoriseThroughThePieceAxis) {
+  Planned p = Whole(R"(graph g(q: f32[2,5,4,8], k: f32[2,5,4,8], v: f32[2,5,4,8]) {
+    rq: f32[2,5,32] = reshape(q) {shape = [2, 5, 32]}
+    rk: f32[2,5,32] = reshape(k) {shape = [2, 5, 32]}
+    rv: f32[2,5,32] = reshape(v) {shape = [2, 5, 32]}
+    c: f32[2,5,96] = concat(rq, rk, rv) {axis = 2}
+    y: f32[10,96] = reshape(c) {shape = [10, 96]}
+    return y
+  })");
+  EXPECT_EQ(p.plan().extents, (std::vector<int64_t>{10, 3, 32}));
+  EXPECT_EQ(p.plan().plain_vector, 4);
+  ASSERT_EQ(p.plan().reads.size(), 3u);
+  for (const LayoutRead& r : p.plan().reads) {
+    EXPECT_EQ(r.form.coeff, (std::vector<int64_t>{32, 0, 1})) << r.input->name();
+    EXPECT_EQ(LanesOf(p.plan(), 1, 4, r.form), LaneAccess::kContiguous) << r.input->name();
+  }
+}
+
+// Unequal pieces (grouped-query heads) have no piece axis: the walk stops at the reshape.
+TEST(PlainVectorTest, UnequalPiecesBehindAReshapeStayScalar) {
+  Planned p = Whole(R"(graph g(q: f16[2,5,4,8], k: f16[2,5,2,8]) {
+    rq: f16[2,5,32] = reshape(q) {shape = [2, 5, 32]}
+    rk: f16[2,5,16] = reshape(k) {shape = [2, 5, 16]}
+    c: f16[2,5,48] = concat(rq, rk) {axis = 2}
+    y: f16[10,48] = reshape(c) {shape = [10, 48]}
+    return y
+  })");
+  EXPECT_EQ(p.plan().plain_vector, 1);
+  EXPECT_NE(p.plan().why_plain.find("re-splits"), std::string::npos) << p.plan().why_plain;
+}
+
 // Patchify's innermost axis is 3 channels: a vector of 8 spans (pixel, channel), two inner axes,
 // and each lane is gathered from its channel plane.
 TEST(PlainVectorTest, PatchifyVectorisesOverTwoInnerAxesWithGatheredLanes) {

@@ -341,3 +341,58 @@ TEST(PriorityFusionTest, LedgerJsonHasRegionsAndDecisions) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Sibling fusion (sibling_fusion.h): a SwiGLU backward's two gradients read the same three
+// [tokens, ffn] tensors and neither feeds the other. One kernel writes both, reading each once.
+TEST(SiblingFusionTest, TwoGradientsThatReadTheSameTensorsAreOneKernel) {
+  auto g = testing::Parse(R"(graph g(a: f32[4096,2736], b: f32[4096,2736], d: f32[4096,2736]) {
+    s: f32[4096,2736] = sigmoid(a)
+    sa: f32[4096,2736] = mul(a, s)
+    db: f32[4096,2736] = mul(d, sa)
+    one: f32[] = constant() {data = [1]}
+    om: f32[4096,2736] = sub(one, s)
+    t: f32[4096,2736] = mul(a, om)
+    u: f32[4096,2736] = add(one, t)
+    v: f32[4096,2736] = mul(s, u)
+    w: f32[4096,2736] = mul(d, b)
+    da: f32[4096,2736] = mul(w, v)
+    return da, db
+  })");
+  ASSERT_NE(g, nullptr);
+  auto plan = PlanFusion(*g, H100Spec());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->num_kernels(), 1) << Describe(*plan);
+  EXPECT_EQ(plan->regions[0].outputs.size(), 2u);
+  EXPECT_EQ(plan->regions[0].inputs.size(), 3u);
+  const FusionRecord* sibling = nullptr;
+  for (const FusionRecord& r : plan->records) {
+    if (r.event == "fuse" && r.mode == "sibling") sibling = &r;
+  }
+  ASSERT_NE(sibling, nullptr) << LedgerJsonLines(*plan);
+  EXPECT_EQ(sibling->rule, "sibling");
+  EXPECT_NE(sibling->reason.find("both read"), std::string::npos) << sibling->reason;
+  EXPECT_GT(sibling->saved_us(), 0);
+}
+
+// Two readers of one tensor with a path between them through a matmul are not siblings: merged,
+// the kernel would wait on the matmul that waits on it.
+TEST(SiblingFusionTest, ReadersConnectedThroughAnotherRegionStayApart) {
+  auto g = testing::Parse(R"(graph g(x: f32[512,512], w: f32[512,512]) {
+    e: f32[512,512] = exp(x)
+    m: f32[512,512] = matmul(e, w)
+    n: f32[512,512] = mul(x, m)
+    return n
+  })");
+  ASSERT_NE(g, nullptr);
+  auto plan = PlanFusion(*g, H100Spec());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const FusionRecord& r : plan->records) {
+    EXPECT_FALSE(r.event == "fuse" && r.mode == "sibling") << LedgerJsonLines(*plan);
+  }
+}
+
+}  // namespace
+}  // namespace kiln

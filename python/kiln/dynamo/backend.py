@@ -160,32 +160,76 @@ PURE_VIEW_TARGETS = VIEW_TARGETS - _targets("clone", "contiguous", "lift_fresh_c
 
 
 _RESHAPE_VIEWS = _targets("view", "_unsafe_view")
+# ops with several outputs that are views of their operand: a chain steps through
+# getitem(split(x), i) as the slice it is
+_TUPLE_VIEWS = _targets("split", "split_with_sizes", "unbind")
+
+
+def _chain_step(n):
+    """The operand of `n` if `n` is one step of a view chain (a pure view, a getitem of a split or
+    unbind, or the split itself), else None."""
+    if not isinstance(n, torch.fx.Node) or n.op != "call_function":
+        return None
+    if n.target is _operator.getitem:
+        src = n.args[0]
+        return src if isinstance(src, torch.fx.Node) and src.target in _TUPLE_VIEWS else None
+    if n.target in PURE_VIEW_TARGETS or n.target in _TUPLE_VIEWS:
+        tensor_args = n.all_input_nodes
+        return tensor_args[0] if len(tensor_args) == 1 else None
+    return None
 
 
 def _view_chains(gm):
-    """{output index: [nodes]} for the FX outputs that are a chain of pure views over one graph
-    input, the nodes in order from the input's first view to the output."""
+    """{output index: (base, nodes)} for the FX outputs whose value torch can give as a view
+    instead of kiln writing it: a chain of views (nodes, in order from the base's first view to
+    the output) over
+      - a graph input (base: ("input", index)): a view costs nothing in torch, kiln would
+        materialise it;
+      - a value the region computes (base: ("node", node)), when the traced output is strided
+        so that kiln would write a copy (neither contiguous nor a permutation of a dense layout:
+        q, k and v saved for an attention backward are [B,H,S,D] views into the fused QKV
+        projection's output). kiln then returns the base, which it writes anyway, and torch
+        takes the view of it: one output instead of a layout kernel per view.
+    """
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     out = [n for n in gm.graph.nodes if n.op == "output"][0]
     outs = out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
     chains = {}
     for i, o in enumerate(outs):
         chain, n = [], o
-        while isinstance(n, torch.fx.Node) and n.op == "call_function" and n.target in PURE_VIEW_TARGETS:
-            tensor_args = [a for a in n.all_input_nodes]
-            if len(tensor_args) != 1:
-                break
+        while (src := _chain_step(n)) is not None:
             chain.append(n)
-            n = tensor_args[0]
-        if chain and isinstance(n, torch.fx.Node) and n.op == "placeholder":
-            chains[i] = (placeholders.index(n), n, chain[::-1])
+            n = src
+        if not chain or not isinstance(n, torch.fx.Node):
+            continue
+        if n.op == "placeholder":
+            chains[i] = (("input", placeholders.index(n)), chain[::-1])
+        elif n.op == "call_function" and _strided_copy(o) and _contiguous(n):
+            chains[i] = (("node", n), chain[::-1])
     return chains
 
 
-def _replay_view(chain, args):
-    """Evaluates a _view_chains entry on the region's actual inputs (torch views)."""
-    index, placeholder, nodes = chain
-    env = {placeholder: args[index]}
+def torch_outputs(chains):
+    """convert()'s torch_outputs for _view_chains(gm): per output, the FX node kiln returns for
+    torch to view (None: a view of an input)."""
+    return {i: base[1] if base[0] == "node" else None for i, (base, _) in chains.items()}
+
+
+def _strided_copy(n):
+    t = n.meta.get("val")
+    return isinstance(t, torch.Tensor) and not t.is_contiguous() and _cv._dense_permutation(t) is None
+
+
+def _contiguous(n):
+    t = n.meta.get("val")
+    return isinstance(t, torch.Tensor) and t.is_contiguous()
+
+
+def _replay_view(chain, base):
+    """Evaluates a _view_chains entry on its base tensor (a region input or kiln's output)."""
+    _, nodes = chain
+    first = nodes[0]
+    env = {(_chain_step(first)): base}
     for n in nodes:
         a = torch.fx.node.map_arg(n.args, lambda x: env[x])
         k = torch.fx.node.map_arg(n.kwargs, lambda x: env[x])
@@ -209,7 +253,7 @@ class KilnRegion(torch.nn.Module):
         self._disabled = None
         out = [n for n in gm.graph.nodes if n.op == "output"][0]
         self._single = not isinstance(out.args[0], (tuple, list))
-        self._views = _view_chains(gm)  # outputs computed in torch, as views of inputs
+        self._views = _view_chains(gm)  # outputs computed in torch, as views of inputs or of kiln's outputs
 
     def _fallback(self, reason, args):
         if self._disabled is None:
@@ -246,7 +290,7 @@ class KilnRegion(torch.nn.Module):
                               f"view with a transpose in the graph (no copy)")
             specs.append((_cv.kiln_dtype(dtype), shape, perm))
         graph, info = _cv.convert(self.fallback_module.graph, specs, name=self.region_name,
-                                  module=self.fallback_module, torch_outputs=self._views)
+                                  module=self.fallback_module, torch_outputs=torch_outputs(self._views))
         fn = config.compile_fn or _default_compile
         exe = fn(graph)
         with _lock:
@@ -300,12 +344,22 @@ class KilnRegion(torch.nn.Module):
             return self._fallback(f"run failed: {type(e).__name__}: {e}", args)
         stats["runs"] += 1
         dev = args[0].device if args else "cpu"
-        outs = tuple(outs[j] if isinstance(j, int) else outs[j[0]].permute(j[1]) if isinstance(j, tuple)
-                     else j.get(dev) if isinstance(j, _cv.TorchSide) else _replay_view(self._views[i], args)
-                     for i, j in enumerate(info["out_map"]))
+        outs = tuple(self._output(i, j, outs, args, dev) for i, j in enumerate(info["out_map"]))
         if self._single:
             return outs[0]
         return outs
+
+    def _output(self, i, j, outs, args, dev):
+        """FX output i from its out_map entry j (convert.Converter._outputs)."""
+        if isinstance(j, int):
+            return outs[j]
+        if isinstance(j, tuple):
+            return outs[j[0]].permute(j[1])
+        if isinstance(j, _cv.TorchSide):
+            return j.get(dev)
+        if isinstance(j, _cv.ViewOf):
+            return _replay_view(self._views[i], outs[j.index])
+        return _replay_view(self._views[i], args[self._views[i][0][1]])
 
     @staticmethod
     def _run(exe, tensors):
@@ -432,14 +486,37 @@ def _make_backend():
     def inference(gm, example_inputs):
         return _compile_graph(gm, example_inputs, "inference")
 
-    # inductor's partitioner: the forward saves what is expensive to recompute (matmul outputs,
-    # statistics) and the backward recomputes cheap ops (pointwise, softmax, log_softmax) from
-    # them, which kiln fuses into the kernels that read them; the default one saves every
-    # intermediate the backward reads (an LM head's [tokens, vocab] log-probabilities)
+    return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
+                        decompositions=_decompositions(), partition_fn=_min_cut_partition)
+
+
+def _min_cut_partition(joint_module, joint_inputs, **kwargs):
+    """inductor's min-cut partitioner: the forward saves what is expensive to recompute (matmul
+    outputs, small statistics) and the backward recomputes cheap pointwise ops from them, which
+    kiln fuses into the kernels that read them (the default partitioner saves every intermediate
+    the backward reads).
+
+    The composites kiln keeps whole need a hint. The min-cut never recomputes an op outside its
+    allowlist, so it saves the output of `_log_softmax` and `_softmax` for the backward: for an
+    LM head a second [tokens, vocab] tensor written by the forward and read by the backward,
+    although the forward's cross-entropy needs only its row statistics; for attention written
+    out (BERT's matmul, softmax, dropout, matmul) a second [B, H, S, S] tensor beside the scores
+    the matmul wrote anyway. Tagged for recomputation (the tag activation checkpointing uses),
+    the backward recomputes them from their input inside its row kernel (a row read either
+    way), and the forward writes nothing that size for them."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    return aot_autograd(fw_compiler=fw, bw_compiler=bw, inference_compiler=inference,
-                        decompositions=_decompositions(), partition_fn=min_cut_rematerialization_partition)
+    try:
+        from torch.utils.checkpoint import CheckpointPolicy
+
+        recompute = set(_cv._aten("_log_softmax")) | set(_cv._aten("_softmax"))
+        for n in joint_module.graph.nodes:
+            if n.op == "call_function" and n.target in recompute and "recompute" not in n.meta:
+                n.meta["recompute"] = CheckpointPolicy.PREFER_RECOMPUTE
+                n.meta["ac_graph_id"] = 0
+    except (ImportError, AttributeError) as e:  # an older torch: plain min-cut
+        _log(f"no recompute hint for the softmaxes ({e})")
+    return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
 
 
 def kiln_backend(gm, example_inputs, **kwargs):

@@ -289,6 +289,20 @@ def _aten(name, *overloads):
     return _ov(packet, *(overloads or ("default",)))
 
 
+class ViewOf:
+    """An out_map entry: this FX output is a view, computed in torch by replaying its view chain
+    on kiln output `index` (the chain's base, a value the region computes)."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def __eq__(self, other):
+        return isinstance(other, ViewOf) and other.index == self.index
+
+    def __repr__(self):
+        return f"ViewOf({self.index})"
+
+
 class TorchSide:
     """An output of an op that kiln does not compute but torch can give without work: a
     constant tensor (the rng seed and offset of an attention without dropout, which its backward
@@ -316,8 +330,13 @@ class Converter:
     def __init__(self, graph, input_specs=None, name="kiln_region", module=None, torch_outputs=()):
         self.graph = graph
         self.module = module
-        self.torch_outputs = set(torch_outputs)
-        self.out_map = []  # per FX output: its kiln output index, None (a view computed in torch) or a TorchSide
+        # {FX output index: None (a view of an input, computed in torch) or the FX node whose
+        # kiln output it is a view of}
+        self.torch_outputs = dict(torch_outputs) if isinstance(torch_outputs, dict) else \
+            {i: None for i in torch_outputs}
+        # per FX output: its kiln output index, (index, permutation), None (a view of an input,
+        # computed in torch), a ViewOf(index) or a TorchSide
+        self.out_map = []
         self.b = GraphBuilder(name)
         self.env = {}
         self.input_specs = input_specs
@@ -398,7 +417,8 @@ class Converter:
 
     def _outputs(self, n):
         """One kiln output per distinct value: an FX output the caller computes in torch
-        (self.torch_outputs) gets None in self.out_map, and a value returned twice (x and
+        (self.torch_outputs) gets None in self.out_map, or ViewOf(k) when it is a view of a
+        value the region computes (kiln output k, replayed on it), and a value returned twice (x and
         detach(x)) is one kiln output, so that lowering copies nothing. An output the trace
         gives permuted strides (SDPA's output, [B,H,S,D] laid out as [B,S,H,D]) is computed in
         that layout (a transpose kiln folds into the producer's store, and often shares with
@@ -408,9 +428,19 @@ class Converter:
         if not isinstance(outs, (list, tuple)):
             outs = [outs]
         index_of = {}
+
+        def output(i, v):
+            if v.name not in index_of:
+                name = f"out{i}"
+                self.b._names.add(name)
+                index_of[v.name] = len(self.b.outputs)
+                self.b.outputs.append({"name": name, "node": v.name})
+            return index_of[v.name]
+
         for i, o in enumerate(outs):
             if i in self.torch_outputs:
-                self.out_map.append(None)
+                base = self.torch_outputs[i]
+                self.out_map.append(None if base is None else ViewOf(output(i, self.value(base))))
                 continue
             if not isinstance(o, torch.fx.Node):
                 raise Unsupported("non-tensor graph output")
@@ -421,11 +451,7 @@ class Converter:
             perm = _dense_permutation(_val(o))
             if perm is not None:
                 v = self.b.op("transpose", [v], v.dtype, tuple(v.shape[d] for d in perm), {"perm": list(perm)})
-            if v.name not in index_of:
-                name = f"out{i}"
-                self.b._names.add(name)
-                index_of[v.name] = len(self.b.outputs)
-                self.b.outputs.append({"name": name, "node": v.name})
+            output(i, v)
             if perm is None:
                 self.out_map.append(index_of[v.name])
             else:
@@ -442,8 +468,10 @@ def _dense_permutation(t):
 
 
 def convert(graph, input_specs=None, name="kiln_region", module=None, torch_outputs=()):
-    """Converts an FX graph to (kiln JSON dict, info). Raises Unsupported. torch_outputs: the
-    indices of FX outputs the caller computes itself (info["out_map"] has None for them)."""
+    """Converts an FX graph to (kiln JSON dict, info). Raises Unsupported. torch_outputs: the FX
+    outputs the caller computes itself, as views: {index: None (of an input; out_map has None)
+    or the FX node whose value they view (kiln returns it; out_map has a ViewOf)}, or just
+    the indices."""
     c = Converter(graph, input_specs, name, module, torch_outputs)
     d = c.run()
     info = {"ops": c.ops_used, "dropout": c.dropout_count, "seed_input": c.b.seed_input, "out_map": c.out_map}

@@ -14,16 +14,18 @@ struct Body {
   __device__ __forceinline__ void Scalar(long long i) const {
     const long long i0 = (i / 9LL);
     const long long i1 = ((i / 1LL) % 9LL);
+    const bool g0 = i1 >= 0LL && i1 < 4LL;
     const long long i2 = (i0 * 4LL + (kiln::ClampIndex(i1 - 0LL, 4LL)));
-    const float v0 = kiln::ToCompute(in0[i2]);
+    const float v0 = kiln::ToCompute(in0[(g0 ? i2 : 0LL)]);
+    const bool g1 = i1 >= 4LL && i1 < 9LL;
     const long long i3 = (i0 * 5LL + (kiln::ClampIndex(i1 - 4LL, 5LL)));
-    const float v1 = kiln::ToCompute(in1[i3]);
+    const float v1 = kiln::ToCompute(in1[(g1 ? i3 : 0LL)]);
     const float v2 = (i1 < 4LL ? v0 : v1);  // y
     out0[i] = kiln::FromCompute<__half>(v2);  // y
   }
 };
 
-extern "C" __global__ void __launch_bounds__(256) kiln_layout_ebccb4204f8388c7(
+extern "C" __global__ void __launch_bounds__(256) kiln_layout_398083d235ef461e(
     const __half* __restrict__ in0,
     const __half* __restrict__ in1,
     __half* __restrict__ out0,
