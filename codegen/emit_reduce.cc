@@ -464,7 +464,12 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                    : cached ? absl::StrCat("cached in registers: ", iters, " x ", V_, " per thread")
                             : absl::StrCat("streamed from global memory, ", pl_.levels + 1, " passes at most",
                                            pl_.online_max.empty() ? "" : ", online max+sum"));
-  const bool stores = std::any_of(r_.outputs.begin(), r_.outputs.end(), [&](const Node* o) { return pl_.Of(o).reduced(); });
+  // A column region whose full-space outputs wait for no reduction stores them as level 1 reads
+  // its inputs (kStoreInStep): no final pass, and no wait for them.
+  const bool store_in_step = column_ && ColumnStoresInStep(r_, pl_);
+  const bool stores = !store_in_step && std::any_of(r_.outputs.begin(), r_.outputs.end(),
+                                                    [&](const Node* o) { return pl_.Of(o).reduced(); });
+  if (store_in_step) notes_.push_back("outputs of the full space stored in the first pass (they wait for no reduction)");
   // The blocks of a split row (tile) wait for the merged result only where they use it after:
   // another level, or outputs of the full space (row_reduce.cuh's SplitMerge).
   const bool wait = p_.split > 1 && SplitBlocksWait(pl_.levels, stores);
@@ -482,6 +487,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                                             I_, ";\n")
                              : absl::StrCat("  static constexpr long long kN = ", N_, ";\n");
   absl::StrAppend(&body, "  static constexpr bool kStores = ", stores ? "true" : "false", ";\n");
+  if (column_) absl::StrAppend(&body, "  static constexpr bool kStoreInStep = ", store_in_step ? "true" : "false", ";\n");
   absl::StrAppend(&body, "  static constexpr int kV = ", V_, ";\n  static constexpr int kLevels = ", pl_.levels,
                   ";\n  static constexpr unsigned kPassMask = ", pass_mask, "u;\n  static constexpr int kCombines = ",
                   pl_.combines.size(), ";\n  static constexpr int kExchangeWords = ", exchange_words, ";\n");

@@ -155,7 +155,8 @@ __device__ __forceinline__ void ForColumn(const Body& body, long long o, long lo
   }
 }
 
-template <class Body, class Acc>
+// kStore: also store the outputs of the full space at (k, i0) (Body::kStoreInStep, level 1).
+template <class Body, class Acc, bool kStore>
 struct ColumnStep {
   const Body& body;
   const typename Body::Cell& cell;
@@ -163,6 +164,7 @@ struct ColumnStep {
   long long o, i0;
   __device__ __forceinline__ void operator()(long long k, const typename Body::Vec& x) const {
     body.Step(cell, acc, x, o, k, i0);
+    if constexpr (kStore) body.Store(cell, x, o, k, i0);
   }
 };
 template <class Body>
@@ -187,7 +189,8 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
     body.Init(acc);
     if constexpr ((Body::kPassMask >> L) & 1u) {
       if (active) {
-        ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ring, ColumnStep<Body, Acc>{body, cell, acc, o, i0});
+        ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ring,
+                               ColumnStep<Body, Acc, L == 1 && Body::kStoreInStep>{body, cell, acc, o, i0});
       }
       ColumnMerge<Shape>(body, acc, smem, ti);
       if constexpr (Shape::kSplit > 1) {
@@ -208,7 +211,9 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
 }
 
 // The kernel body. `Body` (generated) provides kK, kI, kV, kLevels, kPassMask, kStores (whether
-// there are outputs of the full space: else no final pass), kExchangeWords
+// there are outputs of the full space that wait for a reduction: else no final pass),
+// kStoreInStep (the outputs of the full space wait for none: level 1 stores them as it reads
+// each element, its one pass over it), kExchangeWords
 // (the largest accumulator, in words), the types Vec, Cell and AccOf<L>::Type, and
 //   Load(o, k, i0, Vec&); BeginCell(o, i0, Cell&); Init(Acc&); Merge(Acc&, const Acc&);
 //   Step(const Cell&, Acc&, const Vec&, o, k, i0); Finish(const Acc&, Cell&, o, i0);
@@ -218,7 +223,9 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
   static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
   static_assert(Body::kI % Shape::kV == 0, "a vector never crosses a row of the inner axes");
   static_assert(Shape::kWait || (Body::kLevels == 1 && !Body::kStores),
-                "only a one-level body that stores no output of the full space has its split blocks not wait");
+                "only a one-level body that stores no output of the full space after it has its split blocks not wait");
+  static_assert(!(Body::kStoreInStep && Body::kStores), "full-space outputs are stored in one place");
+  static_assert(!Body::kStoreInStep || (Body::kPassMask & 2u), "level 1 makes a pass over the inputs");
   constexpr long long kTiles = (Body::kI + Shape::kTileI - 1) / Shape::kTileI;
   extern __shared__ __align__(16) char ring[];  // kRing: the streamed rows in flight
   __shared__ unsigned smem[Shape::kBlock / 32 * Shape::kLanesI * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];

@@ -104,6 +104,17 @@ double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_thread
 // (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
 // when the blocks' shares in flight fit in half of it), a split's merge (SplitMergeUs), and a
 // lone on-chip block's phases.
+bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement) {
+  bool any = false;
+  for (const Node* o : region.outputs) {
+    const Placement& p = placement.Of(o);
+    if (!p.reduced()) continue;
+    if (p.level > 0 || p.combined) return false;
+    any = true;
+  }
+  return any;
+}
+
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
                    int64_t split, int levels, int64_t registers, int64_t smem_bytes, bool phases, bool split_waits,
                    int64_t fold_threads) {
@@ -138,7 +149,8 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   }
   for (const Node* out : region.outputs) bytes += out->num_bytes();
   fit.row_inputs = std::max<int64_t>(fit.row_inputs, 1);
-  const bool full_outputs = std::any_of(region.outputs.begin(), region.outputs.end(),
+  const bool full_outputs = !ColumnStoresInStep(region, placement) &&
+                            std::any_of(region.outputs.begin(), region.outputs.end(),
                                         [&](const Node* o) { return placement.Of(o).reduced(); });
   const int streamed_passes = std::max(1, placement.levels + (full_outputs ? 1 : 0));
   // The launch shapes the column kernel has, priced: tiles of 32, 16 or 8 lanes of a vector

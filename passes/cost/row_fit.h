@@ -93,6 +93,13 @@ double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes
 // codegen/emit_reduce.cc emits the kernel by it and the cost model prices it by it.
 inline bool SplitBlocksWait(int levels, bool full_outputs) { return levels > 1 || full_outputs; }
 
+// Whether a column region stores its outputs of the full space during its first pass over K
+// (column_reduce.cuh's kStoreInStep): it has such outputs and none of them waits for a
+// reduction or a combine (a gradient written beside the bias gradient that sums it). Then no
+// pass follows the reductions for them, and split blocks need not wait for the merge; the
+// rules above take `full_outputs` as the outputs that do wait.
+bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement);
+
 // What splitting a row (column tile) over `split` blocks adds to a launch (row_reduce.cuh's
 // SplitMerge): the last block to arrive folds the split partials, each of its `fold_threads`
 // threads along the reduced axis ceil(split / fold_threads) of them, four at a time, a

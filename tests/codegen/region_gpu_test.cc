@@ -186,6 +186,17 @@ TEST_F(RegionGpuTest, ColumnKernels) {
     graphs.push_back({absl::StrFormat("colnorm_%dx%dx%d", o, k, i),
                       absl::StrFormat(kNorm, o, k, i, o, i, o, k, i, o, k, i, o, i, o, i, o, k, i)});
   }
+  // A gradient written beside the bias gradient that sums it (kStoreInStep: the full-space
+  // output waits for no reduction, so level 1 stores it as it reads, and split blocks do not wait).
+  for (auto [k, i] : {std::pair<int64_t, int64_t>{7, 3}, {1000, 96}, {4096, 1024}, {3000, 200}}) {
+    graphs.push_back({absl::StrFormat("gradbias_%dx%d", k, i),
+                      absl::StrFormat(R"(graph g(x: bf16[%d,%d], y: bf16[%d,%d]) {
+      d: bf16[%d,%d] = mul(x, y)
+      t: bf16[%d,%d] = tanh(d)
+      s: bf16[%d] = reduce_sum(t) {axes = [0], keep_dims = false}
+      return t, s
+    })", k, i, k, i, k, i, k, i, i)});
+  }
   // Split tiles whose last block merges and stores (one level, no outputs of the full space):
   // a max over a middle axis and an NHWC sum over N, H and W.
   graphs.push_back({"colmax_16x3000x80", R"(graph g(x: f16[16,3000,80]) {

@@ -128,6 +128,7 @@ struct Body {
   static constexpr long long kK = 1000;
   static constexpr long long kI = 96;
   static constexpr bool kStores = true;
+  static constexpr bool kStoreInStep = false;
   static constexpr int kV = 4;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;
