@@ -1,26 +1,14 @@
 // CUDA graph capture and replay of a run (runtime/cuda_graph.h states the policy).
 #include "runtime/cuda_graph.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ir/base/status.h"
 
 namespace kiln {
-
-const char* GraphActionName(GraphAction action) {
-  switch (action) {
-    case GraphAction::kCapture: return "capture";
-    case GraphAction::kReplay: return "replay";
-    case GraphAction::kUpdate: return "update";
-  }
-  return "?";
-}
-
-GraphAction ChooseGraphAction(const std::optional<GraphKey>& current, const GraphKey& key) {
-  if (!current.has_value()) return GraphAction::kCapture;
-  return *current == key ? GraphAction::kReplay : GraphAction::kUpdate;
-}
 
 namespace {
 
@@ -68,7 +56,9 @@ std::string GraphStats::ToString() const {
 CudaGraphRunner::~CudaGraphRunner() {
   // Errors here have no one to go to; a destroyed exec still in flight is freed by the driver
   // when its launches finish.
-  if (exec_ != nullptr) cu_->cuGraphExecDestroy(exec_);
+  for (Exec& e : execs_) {
+    if (e.exec != nullptr) cu_->cuGraphExecDestroy(e.exec);
+  }
   if (capture_stream_ != nullptr) cu_->cuStreamDestroy(capture_stream_);
 }
 
@@ -96,10 +86,10 @@ absl::StatusOr<CUgraph> CudaGraphRunner::Capture(const Enqueue& enqueue) {
   return graph;
 }
 
-absl::Status CudaGraphRunner::Install(CUgraph graph) {
-  if (exec_ != nullptr) {
+absl::Status CudaGraphRunner::Install(CUgraph graph, Exec& exec) {
+  if (exec.exec != nullptr) {
     CUgraphExecUpdateResultInfo info = {};
-    CUresult r = cu_->cuGraphExecUpdate(exec_, graph, &info);
+    CUresult r = cu_->cuGraphExecUpdate(exec.exec, graph, &info);
     if (r == CUDA_SUCCESS) {
       ++stats_.updates;
       return absl::OkStatus();
@@ -108,10 +98,10 @@ absl::Status CudaGraphRunner::Install(CUgraph graph) {
       return CuResultToStatus(r, "cuGraphExecUpdate", __FILE__, __LINE__);
     }
     ++stats_.refused_updates;
-    cu_->cuGraphExecDestroy(exec_);
-    exec_ = nullptr;
+    cu_->cuGraphExecDestroy(exec.exec);
+    exec.exec = nullptr;
   }
-  KILN_CU_RETURN_IF_ERROR(cu_->cuGraphInstantiate(&exec_, graph, 0));
+  KILN_CU_RETURN_IF_ERROR(cu_->cuGraphInstantiate(&exec.exec, graph, 0));
   ++stats_.instantiations;
   return absl::OkStatus();
 }
@@ -129,7 +119,8 @@ absl::Status CudaGraphRunner::Run(const GraphKey& key, const Enqueue& enqueue, C
     return absl::FailedPreconditionError(
         "the stream's capture was invalidated by an earlier error; end that capture before running kiln on it");
   }
-  const GraphAction action = ChooseGraphAction(key_, key);
+  ++clock_;
+  auto held = std::find_if(execs_.begin(), execs_.end(), [&](const Exec& e) { return e.key == key; });
   if (!warmed_up_) {
     // One run on the caller's stream before the first capture, so that whatever is set up on
     // a first use (cuBLASLt's lazily loaded kernels) happens outside it. The graph then
@@ -137,21 +128,28 @@ absl::Status CudaGraphRunner::Run(const GraphKey& key, const Enqueue& enqueue, C
     KILN_RETURN_IF_ERROR(enqueue(stream));
     warmed_up_ = true;
   }
-  if (action != GraphAction::kReplay) {
+  if (held == execs_.end()) {
     KILN_ASSIGN_OR_RETURN(CUgraph graph, Capture(enqueue));
-    absl::Status installed = Install(graph);
+    if (static_cast<int>(execs_.size()) < capacity_) {
+      execs_.push_back(Exec{});
+      held = execs_.end() - 1;
+    } else {  // the least recently used exec takes the new key
+      held = std::min_element(execs_.begin(), execs_.end(),
+                              [](const Exec& a, const Exec& b) { return a.last_use < b.last_use; });
+    }
+    absl::Status installed = Install(graph, *held);
     cu_->cuGraphDestroy(graph);  // the exec keeps what it needs
     if (!installed.ok()) {
       key_.reset();  // the exec, if any, is no longer known to match any key
-      if (exec_ != nullptr) {
-        cu_->cuGraphExecDestroy(exec_);
-        exec_ = nullptr;
-      }
+      if (held->exec != nullptr) cu_->cuGraphExecDestroy(held->exec);
+      execs_.erase(held);
       return installed;
     }
-    key_ = key;
+    held->key = key;
   }
-  KILN_CU_RETURN_IF_ERROR(cu_->cuGraphLaunch(exec_, stream));
+  held->last_use = clock_;
+  key_ = key;
+  KILN_CU_RETURN_IF_ERROR(cu_->cuGraphLaunch(held->exec, stream));
   ++stats_.graph_launches;
   return absl::OkStatus();
 }

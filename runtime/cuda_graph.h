@@ -22,7 +22,13 @@
 //     driver refuses the update (CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) the exec is destroyed
 //     and the new graph instantiated. Launches of the old exec already enqueued are not
 //     affected by either (the driver applies an update to later launches, and frees a
-//     destroyed exec once its launches finish). One exec is kept, for the last key only.
+//     destroyed exec once its launches finish).
+// The runner keeps up to `capacity` execs, one per key, and a key it holds is a replay: a
+// training step under torch.compile hands a region the same few sets of addresses in turn (the
+// caching allocator's blocks cycle with the step), and one exec for the last key only made
+// every call a capture and an update (a capture of every step plus cuGraphExecUpdate: more host
+// time than launching the steps). A new key beyond the capacity updates the least recently
+// used exec in place.
 //
 // Streams. A capture runs on a private non-blocking stream of the runner, never on the
 // caller's, so: the legacy (null) stream, which cannot be captured, works like any other
@@ -61,12 +67,6 @@ struct GraphKey {
   bool operator!=(const GraphKey& other) const { return !(*this == other); }
 };
 
-enum class GraphAction { kCapture, kReplay, kUpdate };
-const char* GraphActionName(GraphAction action);  // "capture", "replay", "update"
-
-// What a run with `key` does, given the key the current exec was captured for (none: no exec).
-GraphAction ChooseGraphAction(const std::optional<GraphKey>& current, const GraphKey& key);
-
 // The host-side launch calls one run makes. The stream path: a kernel launch per kernel step,
 // a cublasLtMatmul call per matmul call (each launches one or more kernels of cuBLASLt's own),
 // a cuMemcpyDtoDAsync per copy of at least one byte. Through a graph: one cuGraphLaunch.
@@ -94,13 +94,17 @@ struct GraphStats {
   std::string ToString() const;
 };
 
+// How many execs (keys) a runner keeps by default.
+inline constexpr int kGraphExecsPerRunner = 4;
+
 class CudaGraphRunner {
  public:
   // Enqueues one run's steps on the given stream (the Executable's launch, arguments already
   // validated). It must not synchronize or allocate.
   using Enqueue = std::function<absl::Status(CUstream)>;
 
-  explicit CudaGraphRunner(const CudaDriver* cu) : cu_(cu) {}
+  explicit CudaGraphRunner(const CudaDriver* cu, int capacity = kGraphExecsPerRunner)
+      : cu_(cu), capacity_(capacity < 1 ? 1 : capacity) {}
   ~CudaGraphRunner();
   CudaGraphRunner(const CudaGraphRunner&) = delete;
   CudaGraphRunner& operator=(const CudaGraphRunner&) = delete;
@@ -109,16 +113,28 @@ class CudaGraphRunner {
   absl::Status Run(const GraphKey& key, const Enqueue& enqueue, CUstream stream);
 
   const GraphStats& stats() const { return stats_; }
-  // The key of the current exec (none before the first capture).
+  // The key of the exec the last run launched (none before the first capture, or after a
+  // failed one).
   const std::optional<GraphKey>& key() const { return key_; }
+  // How many execs it holds now.
+  int execs() const { return static_cast<int>(execs_.size()); }
 
  private:
+  struct Exec {
+    GraphKey key;
+    CUgraphExec exec = nullptr;
+    int64_t last_use = 0;
+  };
   absl::StatusOr<CUgraph> Capture(const Enqueue& enqueue);
-  absl::Status Install(CUgraph graph);  // update or instantiate `exec_` from `graph`
+  // Updates `exec` from `graph` in place, or instantiates it afresh (exec.exec null, or the
+  // driver refused the update).
+  absl::Status Install(CUgraph graph, Exec& exec);
 
   const CudaDriver* cu_;
+  const int capacity_;
   CUstream capture_stream_ = nullptr;  // created on first capture
-  CUgraphExec exec_ = nullptr;
+  std::vector<Exec> execs_;            // at most capacity_, distinct keys
+  int64_t clock_ = 0;                  // run count, for the least recently used exec
   std::optional<GraphKey> key_;
   GraphStats stats_;
   bool warmed_up_ = false;

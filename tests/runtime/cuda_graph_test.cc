@@ -29,14 +29,6 @@ TEST(GraphKeyTest, EqualOnlyWithTheSamePointersInTheSameOrder) {
   EXPECT_NE(a, in_out_moved);
 }
 
-TEST(GraphKeyTest, ChooseCaptureReplayOrUpdate) {
-  GraphKey a{{0x1000}, {0x2000}}, b{{0x1000}, {0x2100}};
-  EXPECT_EQ(ChooseGraphAction(std::nullopt, a), GraphAction::kCapture);
-  EXPECT_EQ(ChooseGraphAction(a, a), GraphAction::kReplay);
-  EXPECT_EQ(ChooseGraphAction(a, b), GraphAction::kUpdate);
-  EXPECT_STREQ(GraphActionName(GraphAction::kUpdate), "update");
-}
-
 Buffer Buf(int64_t bytes) {
   Buffer b;
   b.name = "t";
@@ -171,7 +163,7 @@ class CudaGraphRunnerTest : public ::testing::Test {
 using Calls = std::vector<std::string>;
 
 TEST_F(CudaGraphRunnerTest, CapturesOnceThenReplaysThenUpdatesInPlace) {
-  CudaGraphRunner runner(&cu_);
+  CudaGraphRunner runner(&cu_, 1);
   GraphKey a{{0x1000}, {0x2000}}, b{{0x1000}, {0x3000}};
   ASSERT_TRUE(runner.Run(a, Recorder(), kCallerStream).ok());
   EXPECT_EQ(Take(), (Calls{"is_capturing", "enqueue(caller)", "stream_create(non_blocking)", "begin_capture",
@@ -192,8 +184,30 @@ TEST_F(CudaGraphRunnerTest, CapturesOnceThenReplaysThenUpdatesInPlace) {
   EXPECT_EQ(s.graph_launches, 3);
 }
 
+// Keys that come back in turn (a training step's allocator blocks) are replays, one exec each;
+// a key beyond the capacity takes the least recently used exec, updated in place.
+TEST_F(CudaGraphRunnerTest, KeepsAnExecPerKeyUpToItsCapacity) {
+  CudaGraphRunner runner(&cu_, 2);
+  GraphKey a{{0x1000}, {0x2000}}, b{{0x1000}, {0x3000}}, c{{0x1000}, {0x4000}};
+  for (const GraphKey& k : {a, b, a, b, a}) ASSERT_TRUE(runner.Run(k, Recorder(), kCallerStream).ok());
+  EXPECT_EQ(runner.execs(), 2);
+  EXPECT_EQ(runner.stats().captures, 2);
+  EXPECT_EQ(runner.stats().instantiations, 2);
+  EXPECT_EQ(runner.stats().updates, 0);
+  EXPECT_EQ(runner.stats().graph_launches, 5);
+  Take();
+  ASSERT_TRUE(runner.Run(c, Recorder(), kCallerStream).ok());  // b is the least recently used
+  EXPECT_EQ(Take(), (Calls{"is_capturing", "begin_capture", "enqueue(capture)", "end_capture", "update",
+                           "graph_destroy", "graph_launch(caller)"}));
+  ASSERT_TRUE(runner.Run(a, Recorder(), kCallerStream).ok());
+  EXPECT_EQ(Take(), (Calls{"is_capturing", "graph_launch(caller)"}));
+  ASSERT_TRUE(runner.Run(b, Recorder(), kCallerStream).ok());  // c is now the oldest
+  EXPECT_EQ(runner.stats().updates, 2);
+  EXPECT_EQ(runner.key(), b);
+}
+
 TEST_F(CudaGraphRunnerTest, ARefusedUpdateInstantiatesAfresh) {
-  CudaGraphRunner runner(&cu_);
+  CudaGraphRunner runner(&cu_, 1);
   ASSERT_TRUE(runner.Run(GraphKey{{0x1000}, {0x2000}}, Recorder(), kCallerStream).ok());
   Take();
   state_.update_result = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
@@ -205,7 +219,7 @@ TEST_F(CudaGraphRunnerTest, ARefusedUpdateInstantiatesAfresh) {
 }
 
 TEST_F(CudaGraphRunnerTest, AnotherUpdateErrorIsReturnedAndForgetsTheExec) {
-  CudaGraphRunner runner(&cu_);
+  CudaGraphRunner runner(&cu_, 1);
   ASSERT_TRUE(runner.Run(GraphKey{{0x1000}, {0x2000}}, Recorder(), kCallerStream).ok());
   state_.update_result = CUDA_ERROR_INVALID_VALUE;
   absl::Status s = runner.Run(GraphKey{{0x1100}, {0x2000}}, Recorder(), kCallerStream);
@@ -220,7 +234,7 @@ TEST_F(CudaGraphRunnerTest, AnotherUpdateErrorIsReturnedAndForgetsTheExec) {
 }
 
 TEST_F(CudaGraphRunnerTest, TheLegacyStreamIsNeverCapturedOnlyLaunchedOn) {
-  CudaGraphRunner runner(&cu_);
+  CudaGraphRunner runner(&cu_, 1);
   // The fake says any stream but kCallerStream is "capturing"; so use the caller stream's
   // status for the null stream by making it the caller here.
   cu_.cuStreamBeginCapture = [](CUstream s, CUstreamCaptureMode) -> CUresult {
@@ -243,7 +257,7 @@ TEST_F(CudaGraphRunnerTest, TheLegacyStreamIsNeverCapturedOnlyLaunchedOn) {
 }
 
 TEST_F(CudaGraphRunnerTest, InsideTheCallersCaptureItLaunchesTheStepsPlainly) {
-  CudaGraphRunner runner(&cu_);
+  CudaGraphRunner runner(&cu_, 1);
   state_.caller_status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   ASSERT_TRUE(runner.Run(GraphKey{{0x1000}, {0x2000}}, Recorder(), kCallerStream).ok());
   EXPECT_EQ(Take(), (Calls{"is_capturing", "enqueue(caller)"}));
@@ -255,7 +269,7 @@ TEST_F(CudaGraphRunnerTest, InsideTheCallersCaptureItLaunchesTheStepsPlainly) {
 }
 
 TEST_F(CudaGraphRunnerTest, AFailedEnqueueStillEndsTheCapture) {
-  CudaGraphRunner runner(&cu_);
+  CudaGraphRunner runner(&cu_, 1);
   int runs = 0;
   auto failing_in_capture = [&](CUstream s) -> absl::Status {
     ++runs;
@@ -274,7 +288,7 @@ TEST_F(CudaGraphRunnerTest, AFailedEnqueueStillEndsTheCapture) {
 
 TEST_F(CudaGraphRunnerTest, DestroysItsExecAndStream) {
   {
-    CudaGraphRunner runner(&cu_);
+    CudaGraphRunner runner(&cu_, 1);
     ASSERT_TRUE(runner.Run(GraphKey{{0x1000}, {0x2000}}, Recorder(), kCallerStream).ok());
     Take();
   }
