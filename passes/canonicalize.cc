@@ -108,6 +108,28 @@ Node* Rewrite(Graph& graph, Node* node) {
     }
     case OpKind::kSlice:
       return operand(0)->shape() == node->shape() ? operand(0) : nullptr;
+    case OpKind::kMatmul: {
+      // A batched matmul of operands whose batch axes were merged by a reshape (torch's bmm
+      // over [B*H, S, D] views of [B, H, S, D]) is the matmul over the unmerged batch axes,
+      // reshaped: attention matching and fusion then see the 4-D form exporters write.
+      Node *a = operand(0), *b = operand(1);
+      const Shape& out = node->shape();
+      if (out.size() != 3 || a->shape().size() != 3 || b->shape().size() != 3 || a->op() != OpKind::kReshape ||
+          b->op() != OpKind::kReshape) {
+        return nullptr;
+      }
+      const Shape &a0 = a->operand(0)->shape(), &b0 = b->operand(0)->shape();
+      if (a0.size() < 4 || a0.size() != b0.size()) return nullptr;
+      const size_t r = a0.size();
+      const Shape batch(a0.begin(), a0.end() - 2);
+      if (!std::equal(batch.begin(), batch.end(), b0.begin()) || NumElements(batch) != out[0] ||
+          a0[r - 2] != a->shape()[1] || a0[r - 1] != a->shape()[2] || b0[r - 2] != b->shape()[1] ||
+          b0[r - 1] != b->shape()[2]) {
+        return nullptr;
+      }
+      Node* unmerged = rw.Add(OpKind::kMatmul, {a->operand(0), b->operand(0)});
+      return rw.Add(OpKind::kReshape, {unmerged}, {{"shape", out}});
+    }
     case OpKind::kPow: {
       std::optional<double> e = ScalarConstantValue(operand(1));
       if (!e || NumElements(operand(1)->shape()) != 1 || node->shape() != operand(0)->shape()) {

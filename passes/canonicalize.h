@@ -10,7 +10,9 @@
 //    identity transpose, full slice; reshape(reshape(x)) and transpose(transpose(x)) compose;
 //  * exporter spellings: pow(x, 2) -> mul(x, x); pow(x, 0.5) -> sqrt(x);
 //    reciprocal(sqrt(x)) -> rsqrt(x); div(a, sqrt(b)) -> mul(a, rsqrt(b));
-//    div(1, x) -> reciprocal(x).
+//    div(1, x) -> reciprocal(x);
+//  * a batched matmul of [B*H, M, K] and [B*H, K, N] reshapes of [B, H, ...] tensors (torch's
+//    bmm) -> the matmul over [B, H, ...], reshaped to [B*H, M, N].
 // Runs first, and again after decompose (which can create foldable pairs).
 #ifndef KILN_PASSES_CANONICALIZE_H_
 #define KILN_PASSES_CANONICALIZE_H_
