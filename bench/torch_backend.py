@@ -6,7 +6,10 @@ For each module, dtype and mode (eval forward; train forward + backward) it meas
   cold: wall time of the first call of a freshly compiled module (dynamo + backend compile +
         first run), torch.cuda.synchronize() before and after;
   step: steady-state time per call, CUDA events around `--iters` calls after `--warmup`
-        calls, divided by the count; the median of `--reps` such blocks.
+        calls, divided by the count; the median of `--reps` such blocks. Each backend runs its
+        own copy of the module, all compiled first; the blocks are then interleaved (one block
+        of each backend per round), so that the host's speed, which bounds the small bf16 steps,
+        drifts under all of them alike.
 and prints a table (and --json FILE writes the rows).
 
     PYTHONPATH=python python3 bench/torch_backend.py [--modules gpt2_block,...] [--dtypes bf16,f32]
@@ -14,6 +17,7 @@ and prints a table (and --json FILE writes the rows).
 """
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -38,28 +42,41 @@ def _step(fn, inp, train, params):
     return out
 
 
-def measure(fn, inp, train, params, warmup, iters, reps):
-    """(cold s, median step ms, every block's step ms): `reps` blocks of `iters` calls each,
-    timed by CUDA events; the median block, so that one host hiccup (these steps are often
-    bound by the host's launches) does not decide the row."""
+def cold_call(fn, inp, train, params):
+    """Wall time of the first call (dynamo, the backend's compile, the first run), in s."""
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     _step(fn, inp, train, params)
     torch.cuda.synchronize()
-    cold = time.perf_counter() - t0
-    for _ in range(warmup):
+    return time.perf_counter() - t0
+
+
+def block_ms(fn, inp, train, params, iters):
+    """ms per call over one block of `iters` calls, CUDA events around the block."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(iters):
         _step(fn, inp, train, params)
-    blocks = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        for _ in range(iters):
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / iters
+
+
+def measure_row(fns, inp, train, warmup, iters, reps):
+    """{backend: (cold s, median step ms, every block's ms)}. Every backend is compiled (its
+    cold call) before any is timed, then the blocks are interleaved: round r times one block of
+    each backend in turn, so that a drift of the host's speed (these steps are often bound by
+    the host's launches) falls on all of them alike; the median block is reported."""
+    cold, blocks = {}, {b: [] for b in fns}
+    for b, (fn, params) in fns.items():
+        cold[b] = cold_call(fn, inp, train, params)
+        for _ in range(warmup):
             _step(fn, inp, train, params)
-        end.record()
-        torch.cuda.synchronize()
-        blocks.append(start.elapsed_time(end) / iters)
-    return cold, sorted(blocks)[len(blocks) // 2], blocks
+    for _ in range(reps):
+        for b, (fn, params) in fns.items():
+            blocks[b].append(block_ms(fn, inp, train, params, iters))
+    return {b: (cold[b], sorted(v)[len(v) // 2], v) for b, v in blocks.items()}
 
 
 def main():
@@ -86,7 +103,7 @@ def main():
     rows = []
     print(f"# {torch.cuda.get_device_name()}  torch {torch.__version__}  d={args.d} batch={args.batch} "
           f"seq={args.seq}; cold = first call incl. compile (s), step = ms per call (CUDA events, median of "
-          f"{args.reps} blocks of {args.iters})")
+          f"{args.reps} blocks of {args.iters}, the backends' blocks interleaved)")
     hdr = f"{'module':<12} {'dtype':<5} {'mode':<5} " + " ".join(f"{b + ' cold':>12} {b + ' step':>12}" for b in backends)
     print(hdr)
     for name in args.modules.split(","):
@@ -98,18 +115,23 @@ def main():
                 m = TM.build(name, d=args.d, heads=heads, kv_heads=max(1, heads // 4), vocab=args.vocab,
                              p=0.1 if train else 0.0).to("cuda", DT[dt]).train(train)
                 inp = TM.make_inputs(name, m, batch=args.batch, seq=args.seq, device="cuda", dtype=DT[dt])
-                params = list(m.parameters())
                 row = {"module": name, "dtype": dt, "mode": mode}
+                # one copy of the module per backend, all compiled and alive at once (interleaved
+                # timing); dynamo guards each compiled frame on its module instance
+                torch._dynamo.reset()
+                fns = {}
                 for b in backends:
-                    torch._dynamo.reset()
-                    fn = m if b == "eager" else torch.compile(m, backend=b, dynamic=False)
-                    ctx = torch.no_grad() if not train else torch.enable_grad()
-                    try:
-                        with ctx:
-                            cold, step, blocks = measure(fn, inp, train, params, args.warmup, args.iters, args.reps)
+                    mb = m if b == "eager" else copy.deepcopy(m)
+                    fns[b] = (mb if b == "eager" else torch.compile(mb, backend=b, dynamic=False), list(mb.parameters()))
+                ctx = torch.no_grad() if not train else torch.enable_grad()
+                try:
+                    with ctx:
+                        measured = measure_row(fns, inp, train, args.warmup, args.iters, args.reps)
+                    for b, (cold, step, blocks) in measured.items():
                         row[b] = {"cold_s": cold, "step_ms": step, "blocks_ms": blocks}
-                    except Exception as e:  # noqa: BLE001 -- one failing backend should not end the table
-                        row[b] = {"error": f"{type(e).__name__}: {e}"}
+                except Exception as e:  # noqa: BLE001 -- a failing backend should not end the table
+                    for b in backends:
+                        row.setdefault(b, {"error": f"{type(e).__name__}: {e}"})
                 rows.append(row)
                 cells = []
                 for b in backends:
