@@ -169,7 +169,8 @@ absl::StatusOr<TypedExpr> VectorEmitter::Select(const Node* concat, const Affine
   for (int k = 0; k < concat->num_operands(); ++k) {
     const int64_t begin = select->starts[k], end = select->starts[k + 1];
     if (begin == end) continue;
-    std::string& g = memo_[absl::StrCat("guard:", along, ":", k, "|", outer_guard)];
+    // keyed by the piece's bounds: two concats on one coordinate may split it differently
+    std::string& g = memo_[absl::StrCat("guard:", along, ":", begin, ":", end, "|", outer_guard)];
     if (g.empty()) {
       g = pre_.Fresh("g");
       pre_.Line(absl::StrCat("const bool ", g, " = ", outer_guard.empty() ? "" : outer_guard + " && ", along, " >= ",

@@ -52,6 +52,9 @@ class FusionState {
   // (the state during a TryRecompute, `ids` the new regions).
   bool CycleThrough(const std::vector<int>& ids) const;
 
+  // Region `id`'s place in the topological order the state keeps (lower: earlier).
+  int64_t Rank(int id) const { return rank_.at(id); }
+
   // p's nodes and b's, b's not in a first.
   std::vector<Node*> Union(int a, int b) const;
 

@@ -443,7 +443,7 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
     ++plan.merges;
   }
 
-  if (!plan.fuel_exhausted) FuseSiblings(state, device, &plan);
+  if (!plan.fuel_exhausted) FuseSiblings(state, device, options.fuel, &plan);
 
   for (int id : ExecutionOrder(state)) {
     plan.regions.push_back(state.Describe(id));

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "passes/fusion/legality.h"
@@ -31,63 +32,120 @@ struct Pair {
   }
 };
 
+constexpr char kSiblingCycle[] =
+    "a merge since this pair was priced put a path between the two regions; one kernel would wait on itself";
+
 class Siblings {
  public:
-  Siblings(FusionState& state, const DeviceSpec& device, FusionPlan* plan)
-      : state_(state), device_(device), plan_(*plan) {}
+  Siblings(FusionState& state, const DeviceSpec& device, std::optional<int> fuel, FusionPlan* plan)
+      : state_(state), device_(device), fuel_(fuel), plan_(*plan) {}
 
   void Run() {
     for (const auto& [id, nodes] : state_.regions()) Add(id);
-    std::set<std::pair<int, int>> priced;
-    for (const auto& [in, ids] : readers_) PriceAll(ids, &priced);
+    for (const auto& [position, ids] : readers_) PriceAmong(ids, -1);
     while (!queue_.empty()) {
       const Pair best = queue_.top();
       queue_.pop();
       if (!alive_.count(best.a) || !alive_.count(best.b)) continue;
-      // A merge since pricing may have put a path between them.
-      if (state_.CreatesCycle(best.a, best.b) || state_.CreatesCycle(best.b, best.a)) continue;
+      // A merge since pricing may have put a path between them (the only way two live
+      // siblings stop being siblings): priced again, and recorded either way.
       FusionRecord rec = Price(best.a, best.b);
-      if (rec.verdict != "fuse") continue;
-      rec.event = "fuse";
+      if (rec.rule.empty()) rec = Refusal(best.a, best.b, "cycle", kSiblingCycle);
+      rec.event = "reprice";
       rec.step = plan_.merges;
+      if (rec.verdict != "fuse") {
+        plan_.records.push_back(std::move(rec));
+        continue;
+      }
+      if (fuel_ && plan_.merges >= *fuel_) {
+        FusionRecord stop;
+        stop.event = "stop";
+        stop.step = plan_.merges;
+        stop.reason = absl::StrCat("KILN_FUSION_FUEL=", *fuel_, " exhausted (sibling fusion)");
+        plan_.records.push_back(stop);
+        plan_.fuel_exhausted = true;
+        return;
+      }
+      rec.event = "fuse";
       plan_.records.push_back(rec);
       ++plan_.merges;
-      const int merged = state_.Recompute(best.a, {best.b}).front();
+      // The lower-ranked region goes in as the producer: the state's rank update then holds
+      // without a rebuild (neither reaches the other).
+      const bool a_first = state_.Rank(best.a) < state_.Rank(best.b);
+      const int merged = state_.Recompute(a_first ? best.a : best.b, {a_first ? best.b : best.a}).front();
       Remove(best.a);
       Remove(best.b);
       Add(merged);
-      std::set<std::pair<int, int>> fresh;
-      for (const Node* in : inputs_[merged]) PriceAll(readers_[in], &fresh);
+      for (int64_t position : inputs_[merged]) PriceAmong(readers_[position], merged);
     }
   }
 
  private:
+  // Inputs are keyed by their post-order position, so that pairs are priced (and recorded) in
+  // the same order on every run.
   void Add(int id) {
     Region r = state_.Describe(id);
     if (!Elementwise(r.kind)) return;
     alive_.insert(id);
-    inputs_[id] = std::vector<const Node*>(r.inputs.begin(), r.inputs.end());
-    for (const Node* in : r.inputs) readers_[in].insert(id);
+    std::vector<int64_t>& positions = inputs_[id];
+    for (const Node* in : r.inputs) {
+      positions.push_back(Position(in));
+      readers_[positions.back()].insert(id);
+    }
   }
 
   void Remove(int id) {
     alive_.erase(id);
-    for (const Node* in : inputs_[id]) readers_[in].erase(id);
+    for (int64_t position : inputs_[id]) readers_[position].erase(id);
     inputs_.erase(id);
   }
 
-  void PriceAll(const std::set<int>& ids, std::set<std::pair<int, int>>* priced) {
+  int64_t Position(const Node* n) {
+    if (positions_.empty()) {
+      const std::vector<Node*>& order = state_.post_order();
+      for (size_t i = 0; i < order.size(); ++i) positions_[order[i]] = static_cast<int64_t>(i);
+    }
+    auto it = positions_.find(n);
+    if (it != positions_.end()) return it->second;
+    return positions_.emplace(n, static_cast<int64_t>(positions_.size()) + (1LL << 40)).first->second;
+  }
+
+  // Prices the pairs among `ids` (only those with `with`, when it is a region id) not priced
+  // before, records each, and queues the profitable ones.
+  void PriceAmong(const std::set<int>& ids, int with) {
     if (ids.size() < 2 || ids.size() > kMaxSiblingReaders) return;
     for (auto i = ids.begin(); i != ids.end(); ++i) {
       for (auto j = std::next(i); j != ids.end(); ++j) {
-        if (!priced->insert({*i, *j}).second) continue;
+        if (with >= 0 && *i != with && *j != with) continue;
+        if (!priced_.insert({*i, *j}).second) continue;
         FusionRecord rec = Price(*i, *j);
-        rec.event = plan_.merges == 0 ? "candidate" : "reprice";
+        if (rec.rule.empty()) continue;  // not siblings
+        rec.event = "candidate";
         rec.step = plan_.merges;
         if (rec.verdict == "fuse") queue_.push(Pair{rec.saved_us(), *i, *j});
-        if (!rec.rule.empty()) plan_.records.push_back(std::move(rec));
+        plan_.records.push_back(std::move(rec));
       }
     }
+  }
+
+  FusionRecord Refusal(int a, int b, const std::string& rule, const std::string& reason) {
+    FusionRecord rec;
+    rec.mode = "sibling";
+    rec.producer_id = a;
+    rec.consumer_id = b;
+    rec.consumer_ids = {b};
+    const Region ra = state_.Describe(a), rb = state_.Describe(b);
+    for (const Node* n : ra.nodes) rec.producer_nodes.push_back(n->name());
+    for (const Node* n : rb.nodes) rec.consumer_nodes.push_back(n->name());
+    rec.producer_kind = RegionKindName(ra.kind);
+    rec.consumer_kind = RegionKindName(rb.kind);
+    rec.times.unfused = EstimateRunTime(ra, device_);
+    rec.times.unfused.Add(EstimateRunTime(rb, device_));
+    rec.times.fused = rec.times.unfused;
+    rec.verdict = "cycle";
+    rec.rule = rule;
+    rec.reason = reason;
+    return rec;
   }
 
   // Region a and region b as one kernel. Pairs that are not siblings (a different space, an
@@ -128,15 +186,20 @@ class Siblings {
 
   FusionState& state_;
   const DeviceSpec& device_;
+  const std::optional<int> fuel_;
   FusionPlan& plan_;
   std::set<int> alive_;
-  std::map<int, std::vector<const Node*>> inputs_;
-  std::map<const Node*, std::set<int>> readers_;
+  std::map<int, std::vector<int64_t>> inputs_;     // region -> its inputs' positions
+  std::map<int64_t, std::set<int>> readers_;       // input position -> the regions reading it
+  absl::flat_hash_map<const Node*, int64_t> positions_;
+  std::set<std::pair<int, int>> priced_;
   std::priority_queue<Pair> queue_;
 };
 
 }  // namespace
 
-void FuseSiblings(FusionState& state, const DeviceSpec& device, FusionPlan* plan) { Siblings(state, device, plan).Run(); }
+void FuseSiblings(FusionState& state, const DeviceSpec& device, std::optional<int> fuel, FusionPlan* plan) {
+  Siblings(state, device, fuel, plan).Run();
+}
 
 }  // namespace kiln

@@ -9,6 +9,8 @@
 #ifndef KILN_PASSES_FUSION_SIBLING_FUSION_H_
 #define KILN_PASSES_FUSION_SIBLING_FUSION_H_
 
+#include <optional>
+
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/fusion_state.h"
 #include "passes/fusion/priority_fusion.h"
@@ -20,8 +22,9 @@ namespace kiln {
 inline constexpr size_t kMaxSiblingReaders = 16;
 
 // Takes the profitable sibling merges, largest saving first, on `state`; appends them to
-// plan->records and counts them in plan->merges.
-void FuseSiblings(FusionState& state, const DeviceSpec& device, FusionPlan* plan);
+// plan->records and counts them in plan->merges, stopping (with a "stop" record, and
+// plan->fuel_exhausted) once plan->merges reaches `fuel` (KILN_FUSION_FUEL counts these merges too).
+void FuseSiblings(FusionState& state, const DeviceSpec& device, std::optional<int> fuel, FusionPlan* plan);
 
 }  // namespace kiln
 

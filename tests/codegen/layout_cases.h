@@ -198,6 +198,13 @@ inline std::vector<std::pair<std::string, std::string>> VectorLayoutGraphs() {
           y: bf16[10,64] = reshape(c) {shape = [10, 64]}
           return y
         })"},
+      // two concats of one coordinate split at different places, in one region (siblings): each
+      // piece's loads are guarded by its own bounds
+      {"two_concats_split_differently_f32_vec", R"(graph g(a: f32[6,32], b: f32[6,64]) {
+          y1: f32[6,96] = concat(a, b) {axis = 1}
+          y2: f32[6,96] = concat(b, a) {axis = 1}
+          return y1, y2
+        })"},
       // grouped-query heads: unequal pieces keep the one-element-per-thread kernel
       {"concat_unequal_head_gradients_f16_scalar", R"(graph g(q: f16[2,5,4,8], k: f16[2,5,2,8]) {
           rq: f16[2,5,32] = reshape(q) {shape = [2, 5, 32]}

@@ -377,6 +377,29 @@ TEST(SiblingFusionTest, TwoGradientsThatReadTheSameTensorsAreOneKernel) {
   EXPECT_GT(sibling->saved_us(), 0);
 }
 
+// KILN_FUSION_FUEL counts sibling merges too: one merge short of the full plan stops before the
+// sibling merge and says so.
+TEST(SiblingFusionTest, FuelCountsSiblingMerges) {
+  const char* text = R"(graph g(a: f32[512,512], b: f32[512,512]) {
+    y1: f32[512,512] = mul(a, b)
+    y2: f32[512,512] = sub(a, b)
+    return y1, y2
+  })";
+  auto g = testing::Parse(text);
+  ASSERT_NE(g, nullptr);
+  auto full = PlanFusion(*g, H100Spec());
+  ASSERT_TRUE(full.ok()) << full.status();
+  ASSERT_EQ(full->num_kernels(), 1) << Describe(*full);
+  FusionOptions options;
+  options.fuel = full->merges - 1;
+  auto limited = PlanFusion(*g, H100Spec(), options);
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  EXPECT_EQ(limited->merges, full->merges - 1);
+  EXPECT_TRUE(limited->fuel_exhausted);
+  EXPECT_EQ(limited->num_kernels(), 2);
+  EXPECT_EQ(limited->records.back().event, "stop") << LedgerJsonLines(*limited);
+}
+
 // Two readers of one tensor with a path between them through a matmul are not siblings: merged,
 // the kernel would wait on the matmul that waits on it.
 TEST(SiblingFusionTest, ReadersConnectedThroughAnotherRegionStayApart) {

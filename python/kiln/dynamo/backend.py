@@ -188,8 +188,9 @@ def _view_chains(gm):
       - a value the region computes (base: ("node", node)), when the traced output is strided
         so that kiln would write a copy (neither contiguous nor a permutation of a dense layout:
         q, k and v saved for an attention backward are [B,H,S,D] views into the fused QKV
-        projection's output). kiln then returns the base, which it writes anyway, and torch
-        takes the view of it: one output instead of a layout kernel per view.
+        projection's output), and the base is returned anyway or its views cover at least
+        half of it. kiln then returns the base and torch takes the views of it: one output
+        instead of a layout kernel per view.
     """
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     out = [n for n in gm.graph.nodes if n.op == "output"][0]
@@ -206,7 +207,23 @@ def _view_chains(gm):
             chains[i] = (("input", placeholders.index(n)), chain[::-1])
         elif n.op == "call_function" and _strided_copy(o) and _contiguous(n):
             chains[i] = (("node", n), chain[::-1])
+    # A base kiln would not write otherwise is worth returning only where its views cover much
+    # of it (q, k and v: all of it); a small slice of a large value (its last token) is
+    # cheaper written as the copy it is.
+    covered = {}
+    for i, (base, _) in chains.items():
+        if base[0] == "node":
+            covered[base[1]] = covered.get(base[1], 0) + _numel(outs[i])
+    for i in [i for i, (base, _) in chains.items() if base[0] == "node"]:
+        b = chains[i][0][1]
+        if b not in outs and 2 * covered[b] < _numel(b):
+            del chains[i]
     return chains
+
+
+def _numel(n):
+    t = n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+    return t.numel() if isinstance(t, torch.Tensor) else 0
 
 
 def torch_outputs(chains):
@@ -311,7 +328,7 @@ class KilnRegion(torch.nn.Module):
         # metadata, remembered per (dtype, shape, strides, device): a call costs host time in a
         # launch-bound step, and working out a layout class per input is the slow part.
         try:
-            fast = tuple((a.dtype, a.shape, a.stride(), a.device) for a in args)
+            fast = (config.allow_cpu,) + tuple((a.dtype, a.shape, a.stride(), a.device) for a in args)
         except AttributeError:  # a non-tensor argument: the full check says why
             fast = None
         known = self._signatures.get(fast) if fast is not None else None
