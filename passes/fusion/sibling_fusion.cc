@@ -128,13 +128,13 @@ class Siblings {
     }
   }
 
-  FusionRecord Refusal(int a, int b, const std::string& rule, const std::string& reason) {
+  // A sibling record of regions a and b as they stand, fused time = unfused until priced.
+  FusionRecord Record(int a, int b, const Region& ra, const Region& rb) const {
     FusionRecord rec;
     rec.mode = "sibling";
     rec.producer_id = a;
     rec.consumer_id = b;
     rec.consumer_ids = {b};
-    const Region ra = state_.Describe(a), rb = state_.Describe(b);
     for (const Node* n : ra.nodes) rec.producer_nodes.push_back(n->name());
     for (const Node* n : rb.nodes) rec.consumer_nodes.push_back(n->name());
     rec.producer_kind = RegionKindName(ra.kind);
@@ -142,6 +142,11 @@ class Siblings {
     rec.times.unfused = EstimateRunTime(ra, device_);
     rec.times.unfused.Add(EstimateRunTime(rb, device_));
     rec.times.fused = rec.times.unfused;
+    return rec;
+  }
+
+  FusionRecord Refusal(int a, int b, const std::string& rule, const std::string& reason) {
+    FusionRecord rec = Record(a, b, state_.Describe(a), state_.Describe(b));
     rec.verdict = "cycle";
     rec.rule = rule;
     rec.reason = reason;
@@ -158,16 +163,7 @@ class Siblings {
       return rec;
     }
     const Region merged = state_.Describe(-1, state_.Union(a, b), {a, b});
-    rec.mode = "sibling";
-    rec.producer_id = a;
-    rec.consumer_id = b;
-    rec.consumer_ids = {b};
-    for (const Node* n : ra.nodes) rec.producer_nodes.push_back(n->name());
-    for (const Node* n : rb.nodes) rec.consumer_nodes.push_back(n->name());
-    rec.producer_kind = RegionKindName(ra.kind);
-    rec.consumer_kind = RegionKindName(rb.kind);
-    rec.times.unfused = EstimateRunTime(ra, device_);
-    rec.times.unfused.Add(EstimateRunTime(rb, device_));
+    rec = Record(a, b, ra, rb);
     rec.times.fused = EstimateRunTime(merged, device_);
     FusionDecision decision = Elementwise(merged.kind) ? CanMerge(ra, rb, merged)
                                                        : FusionDecision::Forbid("sibling", "the union is not elementwise");
