@@ -54,6 +54,7 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   s.registers_per_sm = info.registers_per_sm;                   // queried
   s.launch_us = h100.launch_us;                                 // not queryable: the same estimate
   s.grid_sync_us = h100.grid_sync_us;                           // not queryable: the same estimate
+  s.cluster_sync_us = h100.cluster_sync_us;                     // not queryable: the same estimate
   s.lone_block_phase_us = h100.lone_block_phase_us;             // not queryable: the h100 fit
   s.smem_per_sm_bytes = s.smem_per_block_bytes + 1024;          // the block allowance and its 1 KB
   // What one SM draws alone: the h100 estimate scaled by this GPU's bandwidth per SM.
@@ -70,6 +71,7 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   s.matmul_f32_flops_per_us = h100.matmul_f32_flops_per_us * per_sm;
   s.attention_flops_per_us = h100.attention_flops_per_us * per_sm;
   s.wgmma = info.compute_capability() == 90;  // sm_90a's wgmma (not on sm_100 and later)
+  s.clusters = info.compute_capability() >= 90;
   s.attention_wgmma_flops_per_us = s.wgmma ? h100.attention_wgmma_flops_per_us * per_sm : 0;
   s.provenance = absl::StrCat(
       "auto: device ", info.ordinal, " ", info.name, "; queried SMs, L2, shared memory, registers; DRAM ",

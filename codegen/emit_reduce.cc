@@ -155,7 +155,7 @@ absl::Status ReduceEmitter::EmitStep(int level, bool vector) {
     Function(absl::StrCat("Step(const Cell& cell, ", acc, "& a, const Vec& x, long long o, long long k, long long i0)"));
   } else {
     Function(vector ? absl::StrCat("Step(const Row& row, ", acc, "& a, const Vec& x, long long r, long long c0)")
-                    : absl::StrCat("Step1(const Row& row, ", acc, "& a, long long r, long long c)"));
+                    : absl::StrCat("Step1(const Row& row, ", acc, "& a, const Vec& x, long long r, long long c)"));
   }
   return absl::OkStatus();
 }
@@ -293,7 +293,7 @@ absl::Status ReduceEmitter::EmitStore(bool vector) {
     Function("Store(const Cell& cell, const Vec& x, long long o, long long k, long long i0)");
   } else {
     Function(vector ? "Store(const Row& row, const Vec& x, long long r, long long c0)"
-                    : "Store1(const Row& row, long long r, long long c)");
+                    : "Store1(const Row& row, const Vec& x, long long r, long long c)");
   }
   return absl::OkStatus();
 }
@@ -457,6 +457,18 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                     "const {\n",
                     load, "  }\n");
   }
+  if (!aligned_) {
+    // Load1: element c of the cached inputs, into lane 0 of each (a head or tail element, which
+    // the template loads with the row's vectors and keeps beside them).
+    Begin(Where::kElement);
+    for (const Node* in : r_.inputs) {
+      auto field = vec_fields_.find(in);
+      if (field == vec_fields_.end()) continue;
+      KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
+      w_.Line(absl::StrCat("x.", field->second, "[0] = kiln::ToCompute(", in_names_.at(in), "[", index, "]);"));
+    }
+    Function("Load1(long long r, long long c, Vec& x)");
+  }
   notes_.push_back(ring > 0 ? absl::StrCat("streamed through shared memory: ", ring, " vectors in flight per thread, ",
                                             ring * slot_bytes * p_.block_size, " bytes per block (cp.async)")
                    : shared ? absl::StrCat("cached in shared memory: ", iters, " x ", V_, " per thread, ", shared_bytes,
@@ -472,11 +484,17 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   if (store_in_step) notes_.push_back("outputs of the full space stored in the first pass (they wait for no reduction)");
   // The blocks of a split row (tile) wait for the merged result only where they use it after:
   // another level, or outputs of the full space (row_reduce.cuh's SplitMerge).
-  const bool wait = p_.split > 1 && SplitBlocksWait(pl_.levels, stores);
-  const bool no_wait = p_.split > 1 && !wait;
+  // A cluster's blocks (rows only) merge through distributed shared memory, each getting the
+  // result: no global-memory wait, no cooperative launch.
+  const bool cluster = !column_ && p_.cluster && p_.split > 1;
+  const bool wait = !cluster && p_.split > 1 && SplitBlocksWait(pl_.levels, stores);
+  const bool no_wait = !cluster && p_.split > 1 && !wait;
   if (p_.split > 1) {
-    notes_.push_back(wait ? absl::StrCat("split over ", p_.split, " blocks (cooperative launch: they wait for the merge)")
-                          : absl::StrCat("split over ", p_.split, " blocks (the last to finish merges and stores)"));
+    notes_.push_back(cluster ? absl::StrCat("split over ", p_.split,
+                                            " blocks of one thread-block cluster (they merge through distributed "
+                                            "shared memory)")
+                     : wait  ? absl::StrCat("split over ", p_.split, " blocks (cooperative launch: they wait for the merge)")
+                             : absl::StrCat("split over ", p_.split, " blocks (the last to finish merges and stores)"));
   }
   for (const Node* red : pl_.reductions) {
     if (pl_.picks.count(red)) notes_.push_back(red->name() + ": one-hot row sum read as one element per row");
@@ -498,7 +516,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   absl::StrAppend(&body, "  template <int L>\n  struct AccOf {\n    using Type = typename kiln::SelectType<L, ",
                   absl::StrJoin(accs, ", "), ">::Type;\n  };\n");
 
-  ks.has_scratch = !pl_.combines.empty() || p_.split > 1;
+  ks.has_scratch = !pl_.combines.empty() || (p_.split > 1 && !cluster);
   if (ks.has_scratch) params.push_back("void* __restrict__ scratch");
   params.push_back("long long count");
   std::string call;
@@ -523,8 +541,11 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   } else {
     const int64_t step = static_cast<int64_t>(threads) * V_;
     const int unroll = !cached && p_.chunk > 0 && p_.chunk % step == 0 ? static_cast<int>(std::clamp<int64_t>(p_.chunk / step, 1, 8)) : 1;
-    // kSharedCache, then kWait (their defaults: 0, 1).
-    const std::string flags = no_wait ? absl::StrCat(", ", shared ? 1 : 0, ", 0") : shared ? ", 1" : "";
+    // kSharedCache, kWait, kCluster (their defaults: 0, 1, 0).
+    const std::string flags = cluster   ? absl::StrCat(", ", shared ? 1 : 0, ", 1, 1")
+                              : no_wait ? absl::StrCat(", ", shared ? 1 : 0, ", 0")
+                              : shared  ? ", 1"
+                                        : "";
     call = absl::StrCat("kiln::RowKernel<Body, kiln::RowShape<", p_.block_size, ", ", threads, ", ", V_, ", ",
                         cached ? iters : 0, ", ", unroll, ", ", p_.split, flags, ">>(body, count, ",
                         ks.has_scratch ? "scratch" : "nullptr", ");");
@@ -534,7 +555,8 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     ks.launch.items_per_block = p_.block_size / threads;
     ks.scratch_bytes_per_count =
         4 * static_cast<int64_t>(pl_.combines.size()) +
-        (p_.split > 1 ? 12 + 4 * static_cast<int64_t>(pl_.levels) * (p_.split + 1) * exchange_words : 0);
+        (p_.split > 1 && !cluster ? 12 + 4 * static_cast<int64_t>(pl_.levels) * (p_.split + 1) * exchange_words : 0);
+    if (cluster) ks.launch.cluster_x = p_.split;
   }
   ks.scratch_fixed_bytes = ks.has_scratch ? 32 : 0;
   ks.launch.block = p_.block_size;

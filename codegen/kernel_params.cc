@@ -21,6 +21,7 @@ std::string KernelParams::ToString() const {
   if (min_blocks != 0) absl::StrAppend(&s, " min_blocks=", min_blocks);
   if (wgmma) absl::StrAppend(&s, " wgmma");
   if (smem) absl::StrAppend(&s, " smem");
+  if (cluster) absl::StrAppend(&s, " cluster");
   return s;
 }
 
@@ -55,6 +56,10 @@ absl::Status ValidateParams(const KernelParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": tiles, stages and warps are >= 0 (warps at most 32)"));
   }
+  if (p.cluster && (p.split < 2 || p.split > kMaxClusterBlocks || p.tile_n != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(), ": a cluster holds the 2 to ",
+                                                   kMaxClusterBlocks, " blocks of a split row"));
+  }
   if (p.smem && p.tile_n == 0 && (p.chunk != 0 || p.rows_per_block != 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "KernelParams ", p.ToString(), ": a shared-memory cache needs a cached row (chunk=0) and a block per row"));
@@ -79,11 +84,17 @@ bool RegisterCacheMayHold(const Region& region, const KernelParams& p) {
 }
 
 // Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
-// [4, 32] that gives each thread about one vector.
-int ThreadsForShortRow(int64_t n, int vector_width) {
+// [4, 32] that gives each thread about four vectors, all loaded before the row's merge: a
+// thread of one vector spends most of its time in the merge with none of its loads in flight
+// (softmax over rows of 197 f16, H100, L2 flushed: 32 lanes of one vector each 66.5 us, 8 lanes
+// of three or four 52.1 us; kiln tune, 2026-11-26).
+// At least the lanes that keep the row's `inputs` cached within kRowCacheFloatsPerThread each.
+int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs) {
   const int64_t vectors = (n + vector_width - 1) / vector_width;
   int g = 4;
-  while (g < 32 && g < vectors) g *= 2;
+  while (g < 32 && (4 * g < vectors || (vectors + g - 1) / g * vector_width * inputs > kRowCacheFloatsPerThread)) {
+    g *= 2;
+  }
   return g;
 }
 
@@ -208,6 +219,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   const int64_t share = fit.share;
   p.vector_width = VectorWidthFor(region, 0);
   p.split = fit.split;
+  p.cluster = fit.cluster;
   if (fit.shared) {  // the row share in the block's shared memory, over the threads the rule chose
     p.block_size = static_cast<int>(fit.threads);
     p.smem = true;
@@ -220,7 +232,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   if (share <= 1024 && fit.split == 1) {
     // A warp per row, or part of one for short rows: enough lanes for one vector each.
     p.block_size = 256;
-    p.rows_per_block = p.block_size / ThreadsForShortRow(share, p.vector_width);
+    p.rows_per_block = p.block_size / ThreadsForShortRow(share, p.vector_width, fit.row_inputs);
   } else {
     // A block per row (or per share of a split row): the threads the launch rule chose.
     p.block_size = static_cast<int>(fit.threads);
@@ -328,10 +340,11 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (d.min_blocks > 0) p.min_blocks = std::min(d.min_blocks, kMaxBoundedThreadsPerSm / block);
     add(p);
   }
-  if (d.rows_per_block != 1 && g < 32) {  // a whole warp per row instead of part of one
+  for (int lanes : {g / 2, g * 2, g * 4, 32}) {  // lanes per row: fewer vectors each, or more
+    if (d.rows_per_block == 1 || lanes < 4 || lanes > 32) continue;
     KernelParams p = d;
-    p.rows_per_block = p.block_size / 32;
-    if (p.chunk > 0) p.chunk = 32 * p.vector_width * 2;
+    p.rows_per_block = p.block_size / lanes;
+    if (p.chunk > 0) p.chunk = lanes * p.vector_width * 2;
     add(p);
   }
   {
@@ -354,12 +367,24 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (p.smem || RegisterCacheMayHold(region, p)) add(p);
   }
   if (d.split > 1) {  // fewer or more blocks per row
-    for (int split : {d.split / 2, d.split * 2}) {
+    for (int split : {d.split / 2, d.split * 2}) {  // merging through global memory
       KernelParams p = d;
       p.split = split;
+      p.cluster = false;
       // Half the blocks per row: twice a shared cache per block, half as many resident.
       if (split < d.split && d.min_blocks > 0) p.min_blocks = d.min_blocks / 2 > 1 ? d.min_blocks / 2 : 0;
       if (split >= 1 && region.reduce->space.reduced / split >= 1024) add(p);
+    }
+    // The split blocks as one thread-block cluster (merging through distributed shared memory):
+    // at the same split, half, twice, and the largest cluster.
+    // (Where the default is a cluster, the same split merging through global memory instead.)
+    for (int split : {d.split, d.split / 2, d.split * 2, kMaxClusterBlocks}) {
+      if (!device.clusters || split < 2 || split > kMaxClusterBlocks) continue;
+      KernelParams p = d;
+      p.split = split;
+      p.cluster = !d.cluster || split != d.split;
+      if (split != d.split) p.min_blocks = 0;  // another share per block: another residency
+      if (region.reduce->space.reduced / split >= 1024) add(p);
     }
   }
   return out;

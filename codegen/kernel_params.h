@@ -55,9 +55,12 @@ struct KernelParams {
   int min_blocks = 0;  // __launch_bounds__'s minimum resident blocks per SM (0: none)
   bool wgmma = false;
   bool smem = false;
+  bool cluster = false;  // rows: a split row's blocks form one thread-block cluster (sm_90) and
+                         // merge through distributed shared memory, not global memory
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
-  // (" split=4", " tile=64x64", " stages=2", " warps=4", " min_blocks=2", " wgmma", " smem").
+  // (" split=4", " tile=64x64", " stages=2", " warps=4", " min_blocks=2", " wgmma", " smem",
+  // " cluster").
   std::string ToString() const;
   // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).
   uint64_t Hash() const;

@@ -112,6 +112,9 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Load(const Node* n, int lane) {
   const std::string& arg = in_names_.at(n);
   const CType type = ComputeType(n->dtype());
   const bool along_vector = column_ ? pl_.Of(n).inner() : pl_.Of(n).reduced();
+  if (where_ == Where::kElement && along_vector) {  // a head or tail element: Load1 put it in x
+    if (auto it = vec_fields_.find(n); it != vec_fields_.end()) return TypedExpr{absl::StrCat("x.", it->second, "[0]"), type};
+  }
   if (where_ == Where::kVector && along_vector) {
     if (auto it = vec_fields_.find(n); it != vec_fields_.end()) {
       return TypedExpr{absl::StrCat("x.", it->second, "[", lane, "]"), type};

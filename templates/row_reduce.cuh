@@ -18,7 +18,7 @@
 //
 // Vectors of kV elements start on kV-element boundaries of the row space, so a row whose start
 // is not one (N not a multiple of kV) has a head and a tail of fewer than kV elements, taken
-// one element at a time (Step1/Store1). With kCacheIters > 0 each thread keeps its vectors of
+// one element at a time (Step1/Store1) and, with a cache, loaded with the vectors and kept. With kCacheIters > 0 each thread keeps its vectors of
 // the row-shaped inputs on chip across the levels (the row is read once): in registers, or with
 // kSharedCache in dynamic shared memory as raw bytes copied there by cp.async (a block's row
 // share then costs no registers, so several blocks, and rows, are resident per SM and one
@@ -288,6 +288,55 @@ __device__ __forceinline__ bool SplitMerge(const Body& body, Acc& a, const Split
   return false;
 }
 
+// ---- split rows in a thread-block cluster (sm_90) ---------------------------------------------
+// With kCluster the kSplit blocks of a row are one cluster (launched with cluster_x = kSplit, so
+// block b is rank b % kSplit of its cluster): every block puts its block-merged accumulator in
+// its own shared memory, and after a cluster barrier every block reads all kSplit of them
+// through distributed shared memory and merges them in rank order. Each block computes the same
+// bits, nothing goes through global memory, and the hardware makes the blocks of a cluster
+// resident together, so the launch is not cooperative. A second barrier at the end of each row
+// keeps a block's slots alive until the others have read them.
+__device__ __forceinline__ void ClusterSync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  __trap();  // codegen emits clusters for sm_90 and later only
+#endif
+}
+
+// The word at `local` (this block's shared memory) in the block of cluster rank `rank`.
+__device__ __forceinline__ unsigned ClusterLoad(const unsigned* local, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote, v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+  return v;
+#else
+  __trap();
+  return 0u;
+#endif
+}
+
+template <int kSplit, class Body, class Acc>
+__device__ __forceinline__ void ClusterMerge(const Body& body, Acc& a, unsigned* slot) {
+  constexpr int kWords = AccWords<Acc>::kCount;
+  if (threadIdx.x == 0) memcpy(slot, &a, sizeof(Acc));
+  ClusterSync();
+  Acc m;
+  body.Init(m);
+#pragma unroll
+  for (int rank = 0; rank < kSplit; ++rank) {
+    unsigned w[kWords];
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) w[i] = ClusterLoad(slot + i, static_cast<unsigned>(rank));
+    Acc o;
+    memcpy(&o, w, sizeof(Acc));
+    body.Merge(m, o);
+  }
+  a = m;
+}
+
 __device__ __forceinline__ void SplitLeave(unsigned* counters, int split_count) {
   if (threadIdx.x == 0 && atomicAdd(counters + 2, 1u) == static_cast<unsigned>(split_count - 1)) {
     atomicExch(counters, 0u);
@@ -303,7 +352,7 @@ __device__ __forceinline__ void SplitLeave(unsigned* counters, int split_count) 
 // the launch's dynamic shared memory) rather than in registers, and whether the blocks of a
 // split row wait for its merged result (SplitMerge's kWait; else only the last block stores).
 template <int kBlock_, int kThreadsPerRow_, int kV_, int kCacheIters_, int kUnroll_, int kSplit_,
-          int kSharedCache_ = 0, int kWait_ = 1>
+          int kSharedCache_ = 0, int kWait_ = 1, int kCluster_ = 0>
 struct RowShape {
   static constexpr int kBlock = kBlock_;
   static constexpr int kThreadsPerRow = kThreadsPerRow_;
@@ -314,6 +363,7 @@ struct RowShape {
   static constexpr int kRowsPerBlock = kBlock / kThreadsPerRow;
   static constexpr bool kSharedCache = kSharedCache_ != 0;
   static constexpr bool kWait = kWait_ != 0;
+  static constexpr bool kCluster = kCluster_ != 0;  // the split blocks are a cluster (ClusterMerge)
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
   static_assert(kThreadsPerRow == kBlock || (kThreadsPerRow >= 4 && kThreadsPerRow <= 32 &&
                                              (kThreadsPerRow & (kThreadsPerRow - 1)) == 0),
@@ -323,15 +373,26 @@ struct RowShape {
   static_assert(kUnroll >= 1 && kUnroll <= 8, "the streamed loop unrolls 1 to 8 times");
   static_assert(!kSharedCache || (kCacheIters > 0 && kThreadsPerRow == kBlock),
                 "a shared-memory cache holds the row share of a whole block");
+  static_assert(!kCluster || (kSplit >= 2 && kSplit <= 16 && kWait), "a cluster holds the 2 to 16 blocks of a row");
+};
+
+// A row's head and tail elements (a row that does not start on a kV-element boundary), each
+// thread's share of them loaded with its vectors and kept beside them in registers: lane 0 of a
+// Vec per element (Body::Load1). A pass over the row then waits for no load of its own.
+template <class Body, class Shape>
+struct RowEdges {
+  static constexpr int kIters =
+      Body::kN % Shape::kV != 0 ? (Shape::kV - 1 + Shape::kThreadsPerRow - 1) / Shape::kThreadsPerRow : 0;
+  typename Body::Vec head[kIters > 0 ? kIters : 1], tail[kIters > 0 ? kIters : 1];
 };
 
 // A group's cached vectors of its row share. In registers: an array of Vec. In shared memory:
 // slot s = k * kThreadsPerRow + t holds the thread's k-th vector; cached input i keeps its
 // slots together (byte B_i * kSlots + s * b_i, b_i its vector's bytes, B_i those of the inputs
 // before it), so a warp's accesses are consecutive. A thread reads only the slots it copied:
-// no barrier, only its own AsyncCopyWait.
+// no barrier, only its own AsyncCopyWait. Both keep the row's edges in registers.
 template <class Body, class Shape, bool kShared = Shape::kSharedCache>
-struct RowCache {
+struct RowCache : RowEdges<Body, Shape> {
   typename Body::Vec v[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
   __device__ __forceinline__ void Fill(const Body& body, long long r, long long c0, int k, int) {
     body.Load(r, c0, v[k]);
@@ -340,7 +401,7 @@ struct RowCache {
   __device__ __forceinline__ const typename Body::Vec& Get(const Body&, int k, int) const { return v[k]; }
 };
 template <class Body, class Shape>
-struct RowCache<Body, Shape, true> {
+struct RowCache<Body, Shape, true> : RowEdges<Body, Shape> {
   static constexpr int kSlots = Shape::kCacheIters * Shape::kThreadsPerRow;
   char* smem;
   __device__ __forceinline__ void Fill(const Body& body, long long r, long long c0, int k, int t) const {
@@ -393,7 +454,7 @@ struct StepPass {
   Acc& acc;
   long long r;
   __device__ __forceinline__ void Vector(long long c0, const typename Body::Vec& x) const { body.Step(row, acc, x, r, c0); }
-  __device__ __forceinline__ void Element(long long c) const { body.Step1(row, acc, r, c); }
+  __device__ __forceinline__ void Element(long long c, const typename Body::Vec& x) const { body.Step1(row, acc, x, r, c); }
 };
 template <class Body>
 struct StorePass {
@@ -401,7 +462,7 @@ struct StorePass {
   const typename Body::Row& row;
   long long r;
   __device__ __forceinline__ void Vector(long long c0, const typename Body::Vec& x) const { body.Store(row, x, r, c0); }
-  __device__ __forceinline__ void Element(long long c) const { body.Store1(row, r, c); }
+  __device__ __forceinline__ void Element(long long c, const typename Body::Vec& x) const { body.Store1(row, x, r, c); }
 };
 
 // One pass over a group's share of the row: pass.Vector for each of its vectors (from the
@@ -426,11 +487,43 @@ __device__ __forceinline__ void ForRow(const Body& body, const RowSpan& span, lo
     }
   }
   if constexpr (Body::kN % kV != 0) {
-    if (span.take_head) {
-      for (int e = t; e < span.head; e += kT) pass.Element(e);
+    using Edges = RowEdges<Body, Shape>;
+#pragma unroll
+    for (int i = 0; i < Edges::kIters; ++i) {
+      const int e = t + i * kT;
+      if (span.take_head && e < span.head) {
+        if constexpr (Shape::kCacheIters > 0) {
+          pass.Element(e, cache.head[i]);
+        } else {
+          typename Body::Vec x;
+          body.Load1(r, e, x);
+          pass.Element(e, x);
+        }
+      }
+      const int c = span.tail_begin + e;
+      if (span.take_tail && c < Body::kN) {
+        if constexpr (Shape::kCacheIters > 0) {
+          pass.Element(c, cache.tail[i]);
+        } else {
+          typename Body::Vec x;
+          body.Load1(r, c, x);
+          pass.Element(c, x);
+        }
+      }
     }
-    if (span.take_tail) {
-      for (int e = span.tail_begin + t; e < Body::kN; e += kT) pass.Element(e);
+  }
+}
+
+// Loads the thread's head and tail elements into the cache's edges (with its vectors).
+template <class Body, class Shape>
+__device__ __forceinline__ void FillEdges(const Body& body, const RowSpan& span, long long r, int t,
+                                          RowEdges<Body, Shape>& edges) {
+  if constexpr (RowEdges<Body, Shape>::kIters > 0) {
+#pragma unroll
+    for (int i = 0; i < RowEdges<Body, Shape>::kIters; ++i) {
+      const int e = t + i * Shape::kThreadsPerRow;
+      if (span.take_head && e < span.head) body.Load1(r, e, edges.head[i]);
+      if (span.take_tail && span.tail_begin + e < Body::kN) body.Load1(r, span.tail_begin + e, edges.tail[i]);
     }
   }
 }
@@ -448,14 +541,17 @@ __device__ __forceinline__ constexpr unsigned PassIndex() {
 template <int L, class Body, class Shape>
 __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
                                          int t, const RowCache<Body, Shape>& cache,
-                                         unsigned* smem, unsigned* barrier, unsigned* slots, int split, bool& owner) {
+                                         unsigned* smem, unsigned* barrier, unsigned* slots, unsigned* cluster_slots,
+                                         int split, bool& owner) {
   using Acc = typename Body::template AccOf<L>::Type;
   Acc acc;
   body.Init(acc);
   if constexpr ((Body::kPassMask >> L) & 1u) {
     ForRow<Body, Shape>(body, span, r, t, cache, StepPass<Body, Acc>{body, row, acc, r});
     GroupMerge<Shape::kThreadsPerRow, Shape::kBlock>(body, acc, smem);
-    if constexpr (Shape::kSplit > 1) {
+    if constexpr (Shape::kCluster) {
+      ClusterMerge<Shape::kSplit>(body, acc, cluster_slots + (L - 1) * Body::kExchangeWords);
+    } else if constexpr (Shape::kSplit > 1) {
       const SplitSync sync{barrier, slots + (L - 1) * (Shape::kSplit + 1) * Body::kExchangeWords,
                            slots + ((L - 1) * (Shape::kSplit + 1) + Shape::kSplit) * Body::kExchangeWords};
       constexpr int kFoldSlots = (Shape::kSplit + Shape::kBlock - 1) / Shape::kBlock;
@@ -471,10 +567,11 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
 template <int L, class Body, class Shape>
 __device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& row, const RowSpan& span, long long r,
                                           int t, const RowCache<Body, Shape>& cache,
-                                          unsigned* smem, unsigned* barrier, unsigned* slots, int split, bool& owner) {
+                                          unsigned* smem, unsigned* barrier, unsigned* slots, unsigned* cluster_slots,
+                                          int split, bool& owner) {
   if constexpr (L <= Body::kLevels) {
-    RowLevel<L, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split, owner);
-    RowLevels<L + 1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split, owner);
+    RowLevel<L, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, cluster_slots, split, owner);
+    RowLevels<L + 1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, cluster_slots, split, owner);
   }
 }
 
@@ -490,9 +587,11 @@ __device__ __forceinline__ void RowLevels(const Body& body, typename Body::Row& 
 //     LoadShared(smem, slot, slots, Vec&) the slot's vectors, widened
 //     BeginRow(r, Row&)                   per-row values of level 0
 //     Init(Acc&) / Merge(Acc&, const Acc&) the identity and the (commutative) merge
-//     Step(const Row&, Acc&, const Vec&, r, c0) / Step1(const Row&, Acc&, r, c)
+//     Load1(r, c, Vec&)                   element c of the cached inputs, in lane 0 (rows whose
+//                                         start is not a vector boundary: heads and tails)
+//     Step(const Row&, Acc&, const Vec&, r, c0) / Step1(const Row&, Acc&, const Vec&, r, c)
 //     Finish(const Acc&, Row&, r)         the level's results and the per-row values after them
-//     Store(const Row&, const Vec&, r, c0) / Store1(const Row&, r, c)  row-shaped outputs
+//     Store(const Row&, const Vec&, r, c0) / Store1(const Row&, const Vec&, r, c)  row-shaped outputs
 //     StoreRow(const Row&, r)             per-row outputs (and the scalars, from row 0)
 //     Partials(const Row&, float*)        the kCombines per-row values combined over rows
 //     Combined<kBlock>(const float*, rows, float* smem)  what follows the combines
@@ -504,6 +603,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
   constexpr int kT = Shape::kThreadsPerRow;
   constexpr int kSmemWords = 32 * (Body::kExchangeWords > 2 ? Body::kExchangeWords : 2);
   __shared__ unsigned smem[kSmemWords];
+  __shared__ unsigned cluster_slots[Shape::kCluster ? Body::kLevels * Body::kExchangeWords : 1];
   extern __shared__ __align__(16) char shared_cache[];  // kSharedCache: the row share
   const int t = threadIdx.x % kT;
   const int group = threadIdx.x / kT;
@@ -511,7 +611,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
   const long long row_blocks = gridDim.x / Shape::kSplit;
   unsigned* barrier_base = nullptr;
   unsigned* slots_base = nullptr;
-  if constexpr (Shape::kSplit > 1) {
+  if constexpr (Shape::kSplit > 1 && !Shape::kCluster) {
     unsigned* after_partials = reinterpret_cast<unsigned*>(CombinePartials(scratch) + rows * Body::kCombines);
     barrier_base = after_partials;
     slots_base = after_partials + 3 * rows;
@@ -531,6 +631,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
         const long long j = span.vbegin + static_cast<long long>(k) * kT + t;
         if (j < span.vend) cache.Fill(body, r, span.head + j * Shape::kV, k, t);
       }
+      FillEdges<Body, Shape>(body, span, r, t, cache);
       cache.Wait();
     }
     unsigned* barrier = barrier_base ? barrier_base + 3 * r : nullptr;
@@ -538,7 +639,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
     typename Body::Row row;
     body.BeginRow(r, row);
     bool owner = split == 0;  // the block that stores the per-row outputs
-    RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, split, owner);
+    RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, cluster_slots, split, owner);
     if (active) {
       if constexpr (Body::kStores) ForRow<Body, Shape>(body, span, r, t, cache, StorePass<Body>{body, row, r});
       if (t == 0 && owner) {
@@ -546,7 +647,11 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
         if constexpr (Body::kCombines > 0) body.Partials(row, CombinePartials(scratch) + r * Body::kCombines);
       }
     }
-    if constexpr (Shape::kSplit > 1) SplitLeave(barrier, Shape::kSplit);
+    if constexpr (Shape::kCluster) {
+      ClusterSync();  // every block has read this row's slots
+    } else if constexpr (Shape::kSplit > 1) {
+      SplitLeave(barrier, Shape::kSplit);
+    }
   }
   if constexpr (Body::kCombines > 0) {
     if (LastBlockDone(scratch)) {

@@ -21,6 +21,8 @@ DeviceSpec H100Spec() {
   s.launch_us = 3.0;                     // chosen: typical gap between back-to-back small
                                          // kernels on Hopper without CUDA graphs (estimate)
   s.grid_sync_us = 1.0;                  // estimate: a global-memory flag round trip (~2 x 0.5 us)
+  s.cluster_sync_us = 0.3;               // estimate: a cluster barrier and a distributed shared
+                                         // memory read (row_fit.h's SplitInCluster has the runs)
   s.lone_block_phase_us = 1.3;           // fitted on the lent H100 (bench/zoo.py, L2 flushed,
                                          // 2026-11-24): softmax over 1024 rows of 32000 bf16,
                                          // rows in registers at 128 registers x 512 threads (one
@@ -40,6 +42,7 @@ DeviceSpec H100Spec() {
                                          // the lent H100, 2026-11-24 (bench/attention.py): 250-300
                                          // TFLOP/s of executed tile FLOPs, bf16, D 64 and 128
   s.wgmma = true;                        // sm_90 (Hopper): wgmma.mma_async
+  s.clusters = true;                     // sm_90: thread-block clusters, distributed shared memory
   s.attention_wgmma_flops_per_us = 360e6;  // templates/attention_sm90.cuh on the lent H100,
                                            // 2026-11-24 (a standalone harness, bf16, S 4096, 256
                                            // heads): D 128 412, D 128 causal 304, D 64 330 TFLOP/s

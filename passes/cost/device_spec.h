@@ -24,6 +24,7 @@ struct DeviceSpec {
   int64_t registers_per_sm = 0;       // 32-bit registers
   double launch_us = 0;               // cost of one kernel launch in a stream of launches
   double grid_sync_us = 0;            // blocks of one launch waiting for each other once
+  double cluster_sync_us = 0;         // the blocks of one thread-block cluster waiting for each other once
   double lone_block_phase_us = 0;     // a block that holds its row on chip alone on its SM: per
                                       // row, the time its load -> reduce -> store phases leave
                                       // the SM's memory pipe idle (other resident blocks hide it)
@@ -37,6 +38,8 @@ struct DeviceSpec {
   bool wgmma = false;                   // sm_90a: warpgroup MMA (wgmma); the attention kernel of
                                         // templates/attention_sm90.cuh is a candidate
   double attention_wgmma_flops_per_us = 0;  // that kernel's rate (0 where there is no wgmma)
+  bool clusters = false;                // sm_90 and later: thread-block clusters with distributed
+                                        // shared memory (a split row's blocks merge through it)
   std::string provenance;
 
   // Row-on-chip budget of the row-reduction template, in f32 values kept per row: half the

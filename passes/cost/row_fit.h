@@ -41,6 +41,10 @@ inline constexpr int64_t kMaxSharedCacheBytes = (227 - 2) * 1024;
 // Blocks per SM a split aims for, and the smallest share of a row one block takes.
 inline constexpr int64_t kSplitTargetBlocksPerSm = 2;
 inline constexpr int64_t kMinSplitShare = 4096;
+// The most blocks of a split row that form one thread-block cluster (row_reduce.cuh's
+// ClusterMerge): the portable cluster size of sm_90 (CUDA programming guide; 16 needs the
+// non-portable attribute and a GPC with room for it).
+inline constexpr int kMaxClusterBlocks = 8;
 
 struct RowFit {
   int split = 1;               // blocks that share one row (column tile)
@@ -62,6 +66,7 @@ struct RowFit {
   int64_t per_thread = 0;      // cached f32 values per thread with `threads` threads
   int passes = 1;              // passes over the row inputs (1 when on chip)
   bool online_max_sum = false; // streamed: a max and sum(exp(x - max)) share one pass
+  bool cluster = false;        // rows: the split blocks are one thread-block cluster (SplitInCluster)
   std::string reason;          // one sentence for the ledger and `kiln dump`
 };
 
@@ -85,7 +90,18 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
 // `fold_threads`, the threads of a block along the reduced axis (0: all of them).
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
                    int64_t split, int levels, int64_t registers, int64_t smem_bytes = 0, bool phases = false,
-                   bool split_waits = true, int64_t fold_threads = 0);
+                   bool split_waits = true, int64_t fold_threads = 0, bool cluster = false);
+
+// Whether the blocks of a split row form one thread-block cluster and merge through distributed
+// shared memory (row_reduce.cuh's ClusterMerge) instead of global memory: on a device with
+// clusters, for 2 to kMaxClusterBlocks blocks that wait for the merge. The wait is then a
+// cluster barrier, not a global-memory flag: on the lent H100 (kiln tune, 2026-11-26) layer_norm
+// over 16 rows of 12288 f32 split over 3 blocks took 12.4 us merging through global memory and
+// 7.9 us as a cluster; softmax over 256 rows of 151936 bf16 (4 blocks, shared memory) 86.7 and
+// 77.8 us; log_softmax over 9 rows of 50257 f32 (7 blocks) 9.1 and 7.3 us.
+inline bool SplitInCluster(const DeviceSpec& device, int64_t split, bool split_waits) {
+  return device.clusters && split_waits && split >= 2 && split <= kMaxClusterBlocks;
+}
 
 // Whether the blocks of a split row (column tile) wait for the merged partials: only where they
 // use them after, for another level or for outputs of the full space (`full_outputs`). Else the
@@ -106,8 +122,10 @@ bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement);
 // global-memory round trip (grid_sync_us / 2) per round, after one round trip to count itself.
 // With `wait` the blocks wait for that fold and a flag once per level and `waves` of resident
 // blocks; without, only the launch's last fold is on its critical path.
+// With `cluster` (SplitInCluster) a cluster barrier per level and wave instead
+// (DeviceSpec::cluster_sync_us).
 double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
-                    double waves);
+                    double waves, bool cluster = false);
 // A block that loads its row share, reduces it and then stores its row-shaped outputs reads
 // and writes in turn, not at once, unless another block on the SM fills the gaps: where
 // registers or shared memory let only one block per SM be resident, lone_block_phase_us per

@@ -72,7 +72,7 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm), 1, e);
   // The blocks of a split row merge their partials (and wait for the merge, where they use it).
   const double merge_us = SplitMergeUs(device, fit.split, threads, placement.levels,
-                                       fit.split_waits, 1);
+                                       fit.split_waits, 1, fit.cluster);
   e.launch_us += merge_us;
   e.total_us += merge_us;
   e.launch_us += fit.phase_us;  // a lone on-chip block per SM (row_fit.h: LonePhaseUs)

@@ -175,20 +175,27 @@ TEST(ExamplesNvrtcTest, SplitReductionsCompileWithAndWithoutWaits) {
   std::set<std::string> seen;
   for (const auto& [text, waits] : graphs) {
     Analysis a = testing_codegen::AnalyzeText(text);
-    int split = 0;
+    int split = 0, clusters = 0, row_regions = 0;
     for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
       ASSERT_TRUE(r->reduce) << text;
       EXPECT_EQ(r->reduce->fit.split_waits, waits) << text;
+      row_regions += r->kind == RegionKind::kRowReduction;
       for (const KernelParams& p : CandidateParams(*r, a.plan.device)) {
         auto ks = EmitKernel(*r, p);
         ASSERT_TRUE(ks.ok()) << ks.status();
-        EXPECT_EQ(ks->launch.cooperative, p.split > 1 && waits) << text << p.ToString();
+        // A cluster's blocks merge through distributed shared memory: never cooperative.
+        EXPECT_EQ(ks->launch.cooperative, p.split > 1 && waits && !p.cluster) << text << p.ToString();
+        EXPECT_EQ(ks->launch.cluster_x, p.cluster ? p.split : 1) << text << p.ToString();
+        EXPECT_EQ(ks->has_scratch, p.split > 1 && !p.cluster) << text << p.ToString();
         split += p.split > 1;
+        clusters += p.cluster;
         CompileAndReport(absl::StrCat("split r", r->id, " ", p.ToString()), *ks, &seen,
                          p == DefaultParams(*r, a.plan.device));
       }
     }
     EXPECT_GT(split, 0) << "no candidate splits:\n" << text;
+    // Rows split over blocks are also tried as one cluster (sm_90); column tiles are not.
+    if (row_regions > 0) EXPECT_GT(clusters, 0) << "no cluster candidate:\n" << text;
   }
 }
 

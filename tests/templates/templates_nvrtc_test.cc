@@ -87,8 +87,9 @@ struct Body {
   __device__ void Step(const Row& row, Acc1& a, const Vec& v, long long r, long long c0) const {
     a.a0 = kiln::MaxSumAddVec<4>(a.a0, v.x0);
   }
-  __device__ void Step1(const Row& row, Acc1& a, long long r, long long c) const {
-    const float e[1] = {x[r * kN + c]};
+  __device__ void Load1(long long r, long long c, Vec& v) const { v.x0[0] = x[r * kN + c]; }
+  __device__ void Step1(const Row& row, Acc1& a, const Vec& v, long long r, long long c) const {
+    const float e[1] = {v.x0[0]};
     a.a0 = kiln::MaxSumAddVec<1>(a.a0, e);
   }
   __device__ void Finish(const Acc1& a, Row& row, long long r) const {
@@ -100,7 +101,7 @@ struct Body {
     for (int j = 0; j < 4; ++j) o[j] = v.x0[j] - row.v0;
     kiln::StoreVec<float, 4>(y + r * kN + c0, o);
   }
-  __device__ void Store1(const Row& row, long long r, long long c) const { y[r * kN + c] = x[r * kN + c] - row.v0; }
+  __device__ void Store1(const Row& row, const Vec& v, long long r, long long c) const { y[r * kN + c] = v.x0[0] - row.v0; }
   __device__ void StoreRow(const Row& row, long long r) const {}
   __device__ void Partials(const Row& row, float* p) const { p[0] = row.v0; }
   template <int kBlock>
