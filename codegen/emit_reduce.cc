@@ -484,9 +484,9 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   if (store_in_step) notes_.push_back("outputs of the full space stored in the first pass (they wait for no reduction)");
   // The blocks of a split row (tile) wait for the merged result only where they use it after:
   // another level, or outputs of the full space (row_reduce.cuh's SplitMerge).
-  // A cluster's blocks (rows only) merge through distributed shared memory, each getting the
-  // result: no global-memory wait, no cooperative launch.
-  const bool cluster = !column_ && p_.cluster && p_.split > 1;
+  // A cluster's blocks merge through distributed shared memory, each getting the result: no
+  // global-memory wait, no cooperative launch.
+  const bool cluster = p_.cluster && p_.split > 1;
   const bool wait = !cluster && p_.split > 1 && SplitBlocksWait(pl_.levels, stores);
   const bool no_wait = !cluster && p_.split > 1 && !wait;
   if (p_.split > 1) {
@@ -525,7 +525,8 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     const int64_t tiles = (I_ + lanes * V_ - 1) / (lanes * V_);
     // kWait, then kAhead: the streamed loop's vectors in flight (KernelParams::chunk).
     const int ahead = !cached && ring == 0 && p_.chunk >= 8 ? 8 : 4;
-    const std::string column_flags = ring > 0     ? absl::StrCat(", ", no_wait ? 0 : 1, ", 4, ", ring)
+    const std::string column_flags = cluster      ? absl::StrCat(", 1, ", ring > 0 ? 4 : ahead, ", ", ring, ", 1")
+                                     : ring > 0   ? absl::StrCat(", ", no_wait ? 0 : 1, ", 4, ", ring)
                                      : ahead != 4 ? absl::StrCat(", ", no_wait ? 0 : 1, ", ", ahead)
                                      : no_wait    ? ", 0"
                                                   : "";
@@ -537,7 +538,8 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     ks.count_meaning = "tiles";
     ks.launch.items_per_block = 1;
     ks.scratch_bytes_per_count =
-        p_.split > 1 ? 12 + 4 * static_cast<int64_t>(pl_.levels) * (p_.split + 1) * lanes * exchange_words : 0;
+        p_.split > 1 && !cluster ? 12 + 4 * static_cast<int64_t>(pl_.levels) * (p_.split + 1) * lanes * exchange_words
+                                 : 0;
   } else {
     const int64_t step = static_cast<int64_t>(threads) * V_;
     const int unroll = !cached && p_.chunk > 0 && p_.chunk % step == 0 ? static_cast<int>(std::clamp<int64_t>(p_.chunk / step, 1, 8)) : 1;
@@ -556,8 +558,8 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     ks.scratch_bytes_per_count =
         4 * static_cast<int64_t>(pl_.combines.size()) +
         (p_.split > 1 && !cluster ? 12 + 4 * static_cast<int64_t>(pl_.levels) * (p_.split + 1) * exchange_words : 0);
-    if (cluster) ks.launch.cluster_x = p_.split;
   }
+  if (cluster) ks.launch.cluster_x = p_.split;
   ks.scratch_fixed_bytes = ks.has_scratch ? 32 : 0;
   ks.launch.block = p_.block_size;
   ks.launch.blocks_per_item_group = p_.split;

@@ -56,9 +56,9 @@ absl::Status ValidateParams(const KernelParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": tiles, stages and warps are >= 0 (warps at most 32)"));
   }
-  if (p.cluster && (p.split < 2 || p.split > kMaxClusterBlocks || p.tile_n != 0)) {
+  if (p.cluster && (p.split < 2 || p.split > kMaxClusterBlocks)) {
     return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(), ": a cluster holds the 2 to ",
-                                                   kMaxClusterBlocks, " blocks of a split row"));
+                                                   kMaxClusterBlocks, " blocks of a split row or column tile"));
   }
   if (p.smem && p.tile_n == 0 && (p.chunk != 0 || p.rows_per_block != 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -200,6 +200,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.vector_width = fit.vector;
     p.tile_n = fit.lanes;
     p.split = fit.split;
+    p.cluster = fit.cluster;
     // Streamed: four 16-byte vectors in flight per thread, eight of a narrower vector (an odd
     // width's single elements: measured 27.1 against 30.8 us, 512 x 50257 bf16, 2026-11-25).
     p.chunk = fit.on_chip ? 0 : ColumnVectorBytes(region, fit.vector) < 16 ? 8 : 1;
@@ -282,9 +283,10 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     }
     // Waiting blocks must all be resident at once.
     const int64_t most_split = waits ? 2 * device.sm_count : 1024;
-    for (int split : splits) {
+    for (int split : splits) {  // merging through global memory
       KernelParams p = d;
       p.split = split;
+      p.cluster = false;
       if (split >= 1 && split <= most_split && region.reduce->space.reduced >= split) add(p);
     }
     if (d.tile_n > 1) {  // a narrower tile: more tiles, fewer threads along K each
@@ -298,6 +300,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       KernelParams p = d;
       p.tile_n = d.tile_n * 2;
       p.split = std::min<int64_t>({d.split * 2, std::max<int64_t>(space.reduced / 8, 1), most_split});
+      p.cluster = d.cluster && p.split <= kMaxClusterBlocks;
       if (p.block_size % p.tile_n == 0) add(p);
     }
     for (int block : {d.block_size / 2, d.block_size * 2}) {  // fewer or more threads along K
@@ -314,6 +317,15 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     KernelParams ring = deeper;  // streamed through a shared-memory ring eight deep (cp.async)
     ring.smem = true;
     add(ring);
+    // Waiting blocks as one thread-block cluster (or, where the default is one, through global
+    // memory): at the same split, half, and the largest cluster.
+    for (int split : {d.split, d.split / 2, kMaxClusterBlocks}) {
+      if (!device.clusters || !waits || split < 2 || split > kMaxClusterBlocks || space.reduced < split) continue;
+      KernelParams p = d;
+      p.split = split;
+      p.cluster = !d.cluster || split != d.split;
+      add(p);
+    }
     return out;
   }
   if (region.kind != RegionKind::kRowReduction) {

@@ -9,7 +9,8 @@
 // across the warp) and kRowsK deep along K (each a strided share of K). With kSplit > 1 the K
 // axis of a tile is also split over kSplit blocks, which exchange their partial results through
 // global memory as split rows do (row_reduce.cuh's SplitMerge: the last block to arrive merges
-// them in order). With kWait it publishes the result to the others, which wait for it (a
+// them in order), or with kCluster as one thread-block cluster through distributed shared
+// memory (ClusterMerge). With kWait it publishes the result to the others, which wait for it (a
 // cooperative launch); without (one level, no outputs of the full space) it stores the per-column
 // outputs itself and no block waits.
 //
@@ -31,7 +32,7 @@
 namespace kiln {
 
 template <int kBlock_, int kLanesI_, int kV_, int kCacheIters_, int kSplit_, int kWait_ = 1, int kAhead_ = 4,
-          int kRing_ = 0>
+          int kRing_ = 0, int kCluster_ = 0>
 struct ColumnShape {
   static constexpr int kBlock = kBlock_;
   static constexpr int kLanesI = kLanesI_;
@@ -42,6 +43,7 @@ struct ColumnShape {
   static constexpr bool kWait = kWait_ != 0;
   static constexpr int kAhead = kAhead_;  // streamed: vectors in flight per thread
   static constexpr int kRing = kRing_;    // streamed through a shared-memory ring this deep (0: no)
+  static constexpr bool kCluster = kCluster_ != 0;  // a tile's split blocks are a cluster (ClusterMerge)
   static constexpr int kTileI = kLanesI_ * kV_;
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
   static_assert(kLanesI >= 1 && kLanesI <= 32 && (kLanesI & (kLanesI - 1)) == 0 && kBlock % kLanesI == 0,
@@ -50,6 +52,7 @@ struct ColumnShape {
   static_assert(kSplit >= 1, "at least one block per tile");
   static_assert(kAhead >= 1 && kAhead <= 16, "1 to 16 vectors in flight");
   static_assert(kRing == 0 || (kRing >= 2 && kRing <= 32 && kCacheIters == 0), "a streamed ring of 2 to 32 slots");
+  static_assert(!kCluster || (kSplit >= 2 && kSplit <= 16 && kWait), "a cluster holds the 2 to 16 blocks of a tile");
 };
 
 // Merges `a` over the kRowsK threads of a column and returns the result to all of them, in a
@@ -181,8 +184,8 @@ template <int L, class Body, class Shape>
 __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Cell& cell, long long o, long long i0,
                                              bool active, long long kbegin, long long kend, int ti, int tk,
                                              const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
-                                             char* ring, unsigned* smem, unsigned* barrier, unsigned* slots, int split,
-                                             bool& owner) {
+                                             char* ring, unsigned* smem, unsigned* barrier, unsigned* slots,
+                                             unsigned* cluster_slots, int split, bool& owner) {
   if constexpr (L <= Body::kLevels) {
     using Acc = typename Body::template AccOf<L>::Type;
     Acc acc;
@@ -193,7 +196,10 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
                                ColumnStep<Body, Acc, L == 1 && Body::kStoreInStep>{body, cell, acc, o, i0});
       }
       ColumnMerge<Shape>(body, acc, smem, ti);
-      if constexpr (Shape::kSplit > 1) {
+      if constexpr (Shape::kCluster) {
+        ClusterMerge<Shape::kSplit>(body, acc, cluster_slots + (L - 1) * Shape::kLanesI * Body::kExchangeWords, ti,
+                                    tk == 0);
+      } else if constexpr (Shape::kSplit > 1) {
         constexpr long long kLevelWords = (Shape::kSplit + 1) * Shape::kLanesI * Body::kExchangeWords;
         const SplitSync sync{barrier, slots + (L - 1) * kLevelWords,
                              slots + (L - 1) * kLevelWords + Shape::kSplit * Shape::kLanesI * Body::kExchangeWords};
@@ -205,8 +211,8 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
       }
     }
     if (active) body.Finish(acc, cell, o, i0);
-    ColumnLevels<L + 1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, ring, smem, barrier, slots, split,
-                                     owner);
+    ColumnLevels<L + 1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, ring, smem, barrier, slots,
+                                     cluster_slots, split, owner);
   }
 }
 
@@ -229,13 +235,14 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
   constexpr long long kTiles = (Body::kI + Shape::kTileI - 1) / Shape::kTileI;
   extern __shared__ __align__(16) char ring[];  // kRing: the streamed rows in flight
   __shared__ unsigned smem[Shape::kBlock / 32 * Shape::kLanesI * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];
+  __shared__ unsigned cluster_slots[Shape::kCluster ? Body::kLevels * Shape::kLanesI * Body::kExchangeWords : 1];
   const int ti = threadIdx.x % Shape::kLanesI, tk = threadIdx.x / Shape::kLanesI;
   const int split = static_cast<int>(blockIdx.x % Shape::kSplit);
   const long long tile_blocks = gridDim.x / Shape::kSplit;
   const long long kbegin = Body::kK * split / Shape::kSplit, kend = Body::kK * (split + 1) / Shape::kSplit;
   unsigned* barrier_base = nullptr;
   unsigned* slots_base = nullptr;
-  if constexpr (Shape::kSplit > 1) {
+  if constexpr (Shape::kSplit > 1 && !Shape::kCluster) {
     barrier_base = reinterpret_cast<unsigned*>(CombinePartials(scratch));
     slots_base = barrier_base + 3 * tiles;
   }
@@ -260,15 +267,19 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
     typename Body::Cell cell;
     if (active) body.BeginCell(o, i0, cell);
     bool owner = split == 0;  // the block that stores the per-column outputs
-    ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, ring, smem, barrier, slots, split,
-                                 owner);
+    ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, ring, smem, barrier, slots,
+                                 cluster_slots, split, owner);
     if (active) {
       if constexpr (Body::kStores) {
         ForColumn<Body, Shape>(body, o, i0, kbegin, kend, tk, cache, ring, ColumnStore<Body>{body, cell, o, i0});
       }
       if (tk == 0 && owner) body.StoreCell(cell, o, i0);
     }
-    if constexpr (Shape::kSplit > 1) SplitLeave(barrier, Shape::kSplit);
+    if constexpr (Shape::kCluster) {
+      ClusterSync();  // every block has read this tile's slots
+    } else if constexpr (Shape::kSplit > 1) {
+      SplitLeave(barrier, Shape::kSplit);
+    }
   }
 }
 

@@ -318,10 +318,14 @@ __device__ __forceinline__ unsigned ClusterLoad(const unsigned* local, unsigned 
 #endif
 }
 
+// `slots`: this block's shared words for one level, kExchangeWords per lane (a row has one
+// lane; a column tile kLanesI). The threads with `publish` write their lane's accumulator; every
+// thread gets its lane's merged result.
 template <int kSplit, class Body, class Acc>
-__device__ __forceinline__ void ClusterMerge(const Body& body, Acc& a, unsigned* slot) {
+__device__ __forceinline__ void ClusterMerge(const Body& body, Acc& a, unsigned* slots, int lane, bool publish) {
   constexpr int kWords = AccWords<Acc>::kCount;
-  if (threadIdx.x == 0) memcpy(slot, &a, sizeof(Acc));
+  unsigned* slot = slots + lane * Body::kExchangeWords;
+  if (publish) memcpy(slot, &a, sizeof(Acc));
   ClusterSync();
   Acc m;
   body.Init(m);
@@ -550,7 +554,7 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
     ForRow<Body, Shape>(body, span, r, t, cache, StepPass<Body, Acc>{body, row, acc, r});
     GroupMerge<Shape::kThreadsPerRow, Shape::kBlock>(body, acc, smem);
     if constexpr (Shape::kCluster) {
-      ClusterMerge<Shape::kSplit>(body, acc, cluster_slots + (L - 1) * Body::kExchangeWords);
+      ClusterMerge<Shape::kSplit>(body, acc, cluster_slots + (L - 1) * Body::kExchangeWords, 0, threadIdx.x == 0);
     } else if constexpr (Shape::kSplit > 1) {
       const SplitSync sync{barrier, slots + (L - 1) * (Shape::kSplit + 1) * Body::kExchangeWords,
                            slots + ((L - 1) * (Shape::kSplit + 1) + Shape::kSplit) * Body::kExchangeWords};

@@ -170,10 +170,11 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         // One pass reads everything once either way: caching would only take registers.
         const bool cached = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
         const int passes = cached ? 1 : streamed_passes;
+        const bool waits = SplitBlocksWait(placement.levels, full_outputs);
         const double price =
             LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split, placement.levels,
                         ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement), 0, false,
-                        SplitBlocksWait(placement.levels, full_outputs), threads);
+                        waits, threads, SplitInCluster(device, split, waits));
         if (best >= 0 && price >= best * 0.98) continue;  // a clearly better shape only
         best = price;
         fit.lanes = static_cast<int>(lanes);
@@ -190,12 +191,15 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   }
   fit.share = (K + fit.split - 1) / fit.split;
   fit.split_waits = SplitBlocksWait(placement.levels, full_outputs);
+  fit.cluster = SplitInCluster(device, fit.split, fit.split_waits);
   fit.online_max_sum = !placement.online_max.empty();
   const int64_t tiles = space.outer * ((I + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   fit.reason = absl::StrFormat(
       "columns [%d | %d | %d]: %d lanes of %d along i x %d threads along K, %d tile%s%s; %d values per thread %s",
       space.outer, K, I, fit.lanes, fit.vector, fit.threads, tiles, tiles == 1 ? "" : "s",
-      fit.split > 1 ? absl::StrFormat(" split over %d blocks each", fit.split) : "", fit.per_thread,
+      fit.split > 1 ? absl::StrFormat(" split over %d blocks each%s", fit.split, fit.cluster ? " (one cluster)" : "")
+                    : "",
+      fit.per_thread,
       fit.on_chip                          ? "kept in registers"
       : streamed_passes == 1               ? "read once, streamed (one pass: caching would only take registers)"
       : absl::StrFormat("do not fit: streamed, %d passes", fit.passes));

@@ -116,7 +116,7 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   FinishEstimate(device, device.f32_flops_per_us,
                  DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes, fit.blocks_per_sm), 1, e);
   const double merge_us = SplitMergeUs(device, fit.split, fit.threads, placement.levels,
-                                       fit.split_waits, 1);
+                                       fit.split_waits, 1, fit.cluster);
   e.launch_us += merge_us;
   e.total_us += merge_us;
   return e;
