@@ -139,7 +139,7 @@ KernelParams NormMatmulParams(const NormMatmulTiles& t) {
 
 // The region runs the tiled transpose kernel (templates/layout.cuh).
 const LayoutPlan* TiledPlan(const Region& region) {
-  const bool elementwise = region.kind == RegionKind::kPointwise || region.kind == RegionKind::kLayout;
+  const bool elementwise = IsElementwiseKind(region.kind);
   return elementwise && region.layout != nullptr && region.layout->tiled() ? region.layout.get() : nullptr;
 }
 

@@ -109,7 +109,7 @@ Region DescribeOrderedRegion(int id, std::vector<Node*> nodes, const Graph& grap
     // An elementwise kernel loops over its largest output and evaluates every member at the
     // positions its users need (a slice of a larger member, a piece of a concat): its space is
     // that output, not its largest member.
-    const bool elementwise = r.kind == RegionKind::kPointwise || r.kind == RegionKind::kLayout;
+    const bool elementwise = IsElementwiseKind(r.kind);
     for (const Node* n : elementwise && !r.outputs.empty() ? r.outputs : r.nodes) {
       if (n->num_elements() > NumElements(r.space) || r.space.empty()) r.space = n->shape();
     }

@@ -32,6 +32,10 @@ enum class RegionKind {
   kView,             // reshapes only: an alias of its input, no kernel
 };
 
+// The kinds the elementwise kernel runs (pointwise.cuh, or layout.cuh where tiled): one thread
+// per output element or vector of its space.
+inline bool IsElementwiseKind(RegionKind kind) { return kind == RegionKind::kPointwise || kind == RegionKind::kLayout; }
+
 struct ReducePlacement;  // passes/fusion/reduce_placement.h
 struct MatmulEpilogue;   // passes/fusion/matmul_epilogue.h
 struct AttentionPlan;    // passes/fusion/attention_plan.h

@@ -15,8 +15,6 @@
 namespace kiln {
 namespace {
 
-bool Elementwise(RegionKind kind) { return kind == RegionKind::kPointwise || kind == RegionKind::kLayout; }
-
 bool Reads(const FusionState& state, int a, int b) {
   const std::vector<int> c = state.Consumers(a);
   return std::find(c.begin(), c.end(), b) != c.end();
@@ -85,7 +83,7 @@ class Siblings {
   // the same order on every run.
   void Add(int id) {
     Region r = state_.Describe(id);
-    if (!Elementwise(r.kind)) return;
+    if (!IsElementwiseKind(r.kind)) return;
     alive_.insert(id);
     std::vector<int64_t>& positions = inputs_[id];
     for (const Node* in : r.inputs) {
@@ -165,7 +163,7 @@ class Siblings {
     const Region merged = state_.Describe(-1, state_.Union(a, b), {a, b});
     rec = Record(a, b, ra, rb);
     rec.times.fused = EstimateRunTime(merged, device_);
-    FusionDecision decision = Elementwise(merged.kind) ? CanMerge(ra, rb, merged)
+    FusionDecision decision = IsElementwiseKind(merged.kind) ? CanMerge(ra, rb, merged)
                                                        : FusionDecision::Forbid("sibling", "the union is not elementwise");
     std::vector<std::string> shared;
     for (const Node* in : ra.inputs) {
