@@ -491,29 +491,21 @@ __device__ __forceinline__ void ForRow(const Body& body, const RowSpan& span, lo
     }
   }
   if constexpr (Body::kN % kV != 0) {
-    using Edges = RowEdges<Body, Shape>;
+    // Element c, from the cache's edge `kept` or (streamed) loaded now.
+    auto element = [&](long long c, const typename Body::Vec& kept) {
+      if constexpr (Shape::kCacheIters > 0) {
+        pass.Element(c, kept);
+      } else {
+        typename Body::Vec x;
+        body.Load1(r, c, x);
+        pass.Element(c, x);
+      }
+    };
 #pragma unroll
-    for (int i = 0; i < Edges::kIters; ++i) {
+    for (int i = 0; i < RowEdges<Body, Shape>::kIters; ++i) {
       const int e = t + i * kT;
-      if (span.take_head && e < span.head) {
-        if constexpr (Shape::kCacheIters > 0) {
-          pass.Element(e, cache.head[i]);
-        } else {
-          typename Body::Vec x;
-          body.Load1(r, e, x);
-          pass.Element(e, x);
-        }
-      }
-      const int c = span.tail_begin + e;
-      if (span.take_tail && c < Body::kN) {
-        if constexpr (Shape::kCacheIters > 0) {
-          pass.Element(c, cache.tail[i]);
-        } else {
-          typename Body::Vec x;
-          body.Load1(r, c, x);
-          pass.Element(c, x);
-        }
-      }
+      if (span.take_head && e < span.head) element(e, cache.head[i]);
+      if (span.take_tail && span.tail_begin + e < Body::kN) element(span.tail_begin + e, cache.tail[i]);
     }
   }
 }
