@@ -320,7 +320,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     // Waiting blocks as one thread-block cluster (or, where the default is one, through global
     // memory): at the same split, half, and the largest cluster.
     for (int split : {d.split, d.split / 2, kMaxClusterBlocks}) {
-      if (!device.clusters || !waits || split < 2 || split > kMaxClusterBlocks || space.reduced < split) continue;
+      if (!SplitInCluster(device, split, waits) || space.reduced < split) continue;
       KernelParams p = d;
       p.split = split;
       p.cluster = !d.cluster || split != d.split;
@@ -391,7 +391,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     // at the same split, half, twice, and the largest cluster.
     // (Where the default is a cluster, the same split merging through global memory instead.)
     for (int split : {d.split, d.split / 2, d.split * 2, kMaxClusterBlocks}) {
-      if (!device.clusters || split < 2 || split > kMaxClusterBlocks) continue;
+      if (!SplitInCluster(device, split, region.reduce->fit.split_waits)) continue;
       KernelParams p = d;
       p.split = split;
       p.cluster = !d.cluster || split != d.split;

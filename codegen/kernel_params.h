@@ -55,8 +55,8 @@ struct KernelParams {
   int min_blocks = 0;  // __launch_bounds__'s minimum resident blocks per SM (0: none)
   bool wgmma = false;
   bool smem = false;
-  bool cluster = false;  // rows: a split row's blocks form one thread-block cluster (sm_90) and
-                         // merge through distributed shared memory, not global memory
+  bool cluster = false;  // the blocks of a split row (column tile) form one thread-block cluster
+                         // (sm_90) and merge through distributed shared memory, not global memory
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
   // (" split=4", " tile=64x64", " stages=2", " warps=4", " min_blocks=2", " wgmma", " smem",

@@ -18,8 +18,9 @@
 //
 // Vectors of kV elements start on kV-element boundaries of the row space, so a row whose start
 // is not one (N not a multiple of kV) has a head and a tail of fewer than kV elements, taken
-// one element at a time (Step1/Store1) and, with a cache, loaded with the vectors and kept. With kCacheIters > 0 each thread keeps its vectors of
-// the row-shaped inputs on chip across the levels (the row is read once): in registers, or with
+// one element at a time (Step1/Store1) and, with a cache, loaded with the vectors and kept
+// (RowEdges). With kCacheIters > 0 each thread keeps its vectors of the row-shaped inputs on
+// chip across the levels (the row is read once): in registers, or with
 // kSharedCache in dynamic shared memory as raw bytes copied there by cp.async (a block's row
 // share then costs no registers, so several blocks, and rows, are resident per SM and one
 // block's reduction overlaps another's loads). Otherwise each level streams the row again (a

@@ -376,12 +376,12 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     const double current = LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, rows * fit.split, fit.threads,
                                        fit.split, placement.levels, registers, 0, fit.on_chip && row_outputs,
                                        fit.split_waits, 0, SplitInCluster(device, fit.split, fit.split_waits));
-    if (TryShared(region, placement, device, row_bytes, row_outputs, current, fit)) {
-      fit.cluster = SplitInCluster(device, fit.split, fit.split_waits);
+    const bool shared = TryShared(region, placement, device, row_bytes, row_outputs, current, fit);
+    fit.cluster = SplitInCluster(device, fit.split, fit.split_waits);
+    if (shared) {
       if (fit.cluster) absl::StrAppend(&fit.reason, "; its blocks are one thread-block cluster");
       return fit;
     }
-    fit.cluster = SplitInCluster(device, fit.split, fit.split_waits);
     fit.blocks_per_sm = static_cast<int>(BlocksPerSm(device, fit.threads, registers, 0, 1024 / fit.threads));
     if (fit.on_chip && row_outputs) fit.phase_us = LonePhaseUs(device, rows * fit.split, fit.threads, registers, 0);
   }

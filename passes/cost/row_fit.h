@@ -66,7 +66,7 @@ struct RowFit {
   int64_t per_thread = 0;      // cached f32 values per thread with `threads` threads
   int passes = 1;              // passes over the row inputs (1 when on chip)
   bool online_max_sum = false; // streamed: a max and sum(exp(x - max)) share one pass
-  bool cluster = false;        // rows: the split blocks are one thread-block cluster (SplitInCluster)
+  bool cluster = false;        // the split blocks are one thread-block cluster (SplitInCluster)
   std::string reason;          // one sentence for the ledger and `kiln dump`
 };
 
@@ -92,7 +92,7 @@ double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes
                    int64_t split, int levels, int64_t registers, int64_t smem_bytes = 0, bool phases = false,
                    bool split_waits = true, int64_t fold_threads = 0, bool cluster = false);
 
-// Whether the blocks of a split row form one thread-block cluster and merge through distributed
+// Whether the blocks of a split row (column tile) form one thread-block cluster and merge through distributed
 // shared memory (row_reduce.cuh's ClusterMerge) instead of global memory: on a device with
 // clusters, for 2 to kMaxClusterBlocks blocks that wait for the merge. The wait is then a
 // cluster barrier, not a global-memory flag: on the lent H100 (kiln tune, 2026-11-26) layer_norm
@@ -122,8 +122,8 @@ bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement);
 // global-memory round trip (grid_sync_us / 2) per round, after one round trip to count itself.
 // With `wait` the blocks wait for that fold and a flag once per level and `waves` of resident
 // blocks; without, only the launch's last fold is on its critical path.
-// With `cluster` (SplitInCluster) a cluster barrier per level and wave instead
-// (DeviceSpec::cluster_sync_us).
+// With `cluster` (SplitInCluster) instead a cluster barrier (DeviceSpec::cluster_sync_us) per
+// level and one at the end of each row, per wave.
 double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
                     double waves, bool cluster = false);
 // A block that loads its row share, reduces it and then stores its row-shaped outputs reads

@@ -175,11 +175,10 @@ TEST(ExamplesNvrtcTest, SplitReductionsCompileWithAndWithoutWaits) {
   std::set<std::string> seen;
   for (const auto& [text, waits] : graphs) {
     Analysis a = testing_codegen::AnalyzeText(text);
-    int split = 0, clusters = 0, row_regions = 0;
+    int split = 0, clusters = 0;
     for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
       ASSERT_TRUE(r->reduce) << text;
       EXPECT_EQ(r->reduce->fit.split_waits, waits) << text;
-      row_regions += r->kind == RegionKind::kRowReduction;
       for (const KernelParams& p : CandidateParams(*r, a.plan.device)) {
         auto ks = EmitKernel(*r, p);
         ASSERT_TRUE(ks.ok()) << ks.status();
@@ -194,9 +193,10 @@ TEST(ExamplesNvrtcTest, SplitReductionsCompileWithAndWithoutWaits) {
       }
     }
     EXPECT_GT(split, 0) << "no candidate splits:\n" << text;
-    // Rows split over blocks, and column tiles whose blocks wait, are also tried as one cluster
-    // (sm_90).
-    if (row_regions > 0 || waits) EXPECT_GT(clusters, 0) << "no cluster candidate:\n" << text;
+    // Split rows and column tiles whose blocks wait are also tried as one cluster (sm_90); where
+    // no block waits (the last to arrive merges), a cluster would only add a barrier.
+    EXPECT_EQ(clusters > 0, waits) << "cluster candidates where blocks " << (waits ? "wait" : "do not wait") << ":\n"
+                                   << text;
   }
 }
 
