@@ -72,6 +72,8 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
                   ", kHasMask = ", plan.mask ? "true" : "false", ", kHasLse = ", plan.lse ? "true" : "false", ";\n");
   absl::StrAppend(&body, absl::StrFormat("  static constexpr float kScaleLog2 = %.9gf;  // scale %.9g x log2(e)\n",
                                          plan.scale * 1.4426950408889634, plan.scale));
+  absl::StrAppend(&body, "  static constexpr long long kSection = ", AttentionL2Section(plan),
+                  ";  // K/V batches whose blocks run together (K and V in L2)\n");
   absl::StrAppend(&body, "  static constexpr long long kQRow = ", plan.q.seq.stride, ", kKRow = ", plan.k.seq.stride,
                   ", kVRow = ", plan.v.seq.stride, ", kORow = ", plan.out.seq.stride, ";\n");
   for (const std::string& f : fields) absl::StrAppend(&body, "  ", f, ";\n");

@@ -81,6 +81,13 @@ PtxasInfo ParsePtxasInfo(const std::string& log, const std::string& kernel_name)
   info.spill_store_bytes = FirstNumberBefore(section, "bytes spill stores");
   info.spill_load_bytes = FirstNumberBefore(section, "bytes spill loads");
   info.static_smem_bytes = FirstNumberBefore(section, "bytes smem");
+  // ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are
+  //   serialized due to ... in the function 'NAME'   (written before NAME's section)
+  for (size_t at = log.find("(C7515)"); at != std::string::npos; at = log.find("(C7515)", at + 1)) {
+    const size_t eol = log.find('\n', at);
+    const std::string line = log.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+    if (line.find("'" + kernel_name + "'") != std::string::npos) info.wgmma_serialized = true;
+  }
   return info;
 }
 
@@ -162,6 +169,7 @@ absl::StatusOr<CompiledCuda> CompileCuda(const std::string& kernel_name, const s
   out.spill_load_bytes = info.spill_load_bytes;
   out.stack_frame_bytes = info.stack_frame_bytes;
   out.static_smem_bytes = info.static_smem_bytes;
+  out.wgmma_serialized = info.wgmma_serialized;
   return out;
 }
 

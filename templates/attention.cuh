@@ -30,6 +30,7 @@
 //   static constexpr int kS, kT, kG;             query and key lengths, query heads per K/V head
 //   static constexpr bool kCausal, kHasMask, kHasLse;
 //   static constexpr float kScaleLog2;           scale * log2(e)
+//   static constexpr long long kSection;         K/V batches whose blocks run together (BlockRows)
 //   static constexpr long long kQRow, kKRow, kVRow, kORow;   row (sequence) strides, elements
 //   const T* Q(long long bq) const;  T* O(bq)    query batch bq's [bq, 0, 0] element
 //   const T* K(long long b) const;   V(b)        K/V batch b's (b = bq / kG)
@@ -174,6 +175,7 @@ template <class Body>
 struct Rows {
   static constexpr int kS = Body::kS, kG = Body::kG, kR = kG * kS;
   long long b;
+  int qb;  // the query block in launch order: 0 holds the last rows (the longest causal block)
   __device__ __forceinline__ int Seq(int r) const { return kG == 1 ? r : r % kS; }
   __device__ __forceinline__ long long QBatch(int r) const { return kG == 1 ? b : b * kG + r / kS; }
   // The largest / smallest query position among rows [lo, hi] (clamped to the rows there are).
@@ -186,6 +188,22 @@ struct Rows {
     return (kG == 1 || lo / kS == hi / kS) ? Seq(lo) : 0;
   }
 };
+
+// The (K/V batch, query block) this block computes, from its place in launch order
+// (blockIdx.y count + blockIdx.x; blocks start roughly in that order). The batches go in
+// sections of Body::kSection, whose K and V together fit in L2: a section's blocks run before
+// the next section's, so the blocks in flight read a few batches' K and V from L2 instead of
+// every batch's from memory. Within a section the query blocks go longest first (causal), the
+// batches of one query block side by side. kSection >= count is the plain (x, y) order.
+template <class Body, int kMBlocks>
+__device__ __forceinline__ Rows<Body> BlockRows(long long count) {
+  const long long linear = static_cast<long long>(blockIdx.y) * count + blockIdx.x;
+  const long long section = linear / (Body::kSection * kMBlocks);
+  const long long first = section * Body::kSection;  // the section's first batch
+  const long long within = linear - first * kMBlocks;
+  const long long batches = min(static_cast<long long>(Body::kSection), count - first);
+  return Rows<Body>{first + within % batches, static_cast<int>(within / batches)};
+}
 
 // The scores s of kMT 16-row tiles (rows row0 + 16 mt + g + 8 h) against the key tile at key0,
 // in mma accumulator layout. With a mask: scaled into the log2 domain and the mask added;
@@ -219,12 +237,13 @@ __device__ __forceinline__ void MaskScores(const Body& body, const Rows<Body>& r
   }
 }
 
-// Online softmax over one key tile: new row maxima (row_max is in the log2 domain), what was
-// accumulated in o rescaled, the scores turned into p = 2^(x scale - shift) in place (one
-// FFMA and one ex2 each), their sums added to row_sum (per lane; QuadSum at the end).
-template <class Body, int kMT, int kNB, int kOB>
-__device__ __forceinline__ void SoftmaxStep(float (&s)[kMT][kNB][4], float (&o)[kMT][kOB][4], float (&row_max)[kMT][2],
-                                            float (&row_sum)[kMT][2]) {
+// Online softmax over one key tile: new row maxima (row_max is in the log2 domain), the scores
+// turned into p = 2^(x scale - shift) in place (one FFMA and one ex2 each), their sums added to
+// row_sum (per lane; QuadSum at the end), and the factor 2^(old max - new max) that what was
+// accumulated in o must be scaled by before this tile's p v adds to it (Rescale).
+template <class Body, int kMT, int kNB>
+__device__ __forceinline__ void SoftmaxStats(float (&s)[kMT][kNB][4], float (&row_max)[kMT][2], float (&row_sum)[kMT][2],
+                                             float (&correction)[kMT][2]) {
   constexpr float kScale = Body::kHasMask ? 1.0f : Body::kScaleLog2;  // the scale left on x
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
@@ -236,7 +255,7 @@ __device__ __forceinline__ void SoftmaxStep(float (&s)[kMT][kNB][4], float (&o)[
       // kScale > 0: -inf stays -inf.
       const float mx = fmaxf(row_max[mt][h], QuadMax(TreeMax(part)) * kScale);
       const float shift = mx == kNegInfF() ? 0.0f : mx;  // a row with nothing visible yet: 2^-inf = 0
-      const float correction = Exp2(row_max[mt][h] - shift);
+      correction[mt][h] = Exp2(row_max[mt][h] - shift);
       row_max[mt][h] = mx;
 #pragma unroll
       for (int j = 0; j < kNB; ++j) {
@@ -244,14 +263,30 @@ __device__ __forceinline__ void SoftmaxStep(float (&s)[kMT][kNB][4], float (&o)[
         s[mt][j][2 * h + 1] = Exp2(fmaf(s[mt][j][2 * h + 1], kScale, -shift));
         part[j] = s[mt][j][2 * h] + s[mt][j][2 * h + 1];
       }
-      row_sum[mt][h] = row_sum[mt][h] * correction + TreeSum(part);
-#pragma unroll
-      for (int e = 0; e < kOB; ++e) {
-        o[mt][e][2 * h] *= correction;
-        o[mt][e][2 * h + 1] *= correction;
-      }
+      row_sum[mt][h] = row_sum[mt][h] * correction[mt][h] + TreeSum(part);
     }
   }
+}
+template <int kMT, int kOB>
+__device__ __forceinline__ void Rescale(float (&o)[kMT][kOB][4], const float (&correction)[kMT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int e = 0; e < kOB; ++e) {
+      o[mt][e][0] *= correction[mt][0];
+      o[mt][e][1] *= correction[mt][0];
+      o[mt][e][2] *= correction[mt][1];
+      o[mt][e][3] *= correction[mt][1];
+    }
+  }
+}
+// Both, for a kernel that adds this tile's p v right after.
+template <class Body, int kMT, int kNB, int kOB>
+__device__ __forceinline__ void SoftmaxStep(float (&s)[kMT][kNB][4], float (&o)[kMT][kOB][4], float (&row_max)[kMT][2],
+                                            float (&row_sum)[kMT][2]) {
+  float correction[kMT][2];
+  SoftmaxStats<Body>(s, row_max, row_sum, correction);
+  Rescale(o, correction);
 }
 
 // The end of a block: row sums completed over the quad; with kSplit > 1 this split's partials
@@ -272,7 +307,7 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
   }
   if constexpr (kSplit > 1) {
     using Scratch = SplitScratch<kBM, kEP, kSplit>;
-    const Scratch sc{static_cast<unsigned char*>(scratch) + (rows.b * gridDim.y + blockIdx.y) * Scratch::kItemBytes};
+    const Scratch sc{static_cast<unsigned char*>(scratch) + (rows.b * gridDim.y + rows.qb) * Scratch::kItemBytes};
     const int split = blockIdx.z;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
@@ -372,9 +407,9 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   T* sV = sK + kStages * kBN * kKS;
 
   if (static_cast<long long>(blockIdx.x) >= count) return;
-  const attn::Rows<Body> rows{static_cast<long long>(blockIdx.x)};  // the K/V batch
   constexpr int kMBlocks = (kR + kBM - 1) / kBM;
-  const int m0 = (kMBlocks - 1 - static_cast<int>(blockIdx.y)) * kBM;  // the longest causal rows first
+  const attn::Rows<Body> rows = attn::BlockRows<Body, kMBlocks>(count);
+  const int m0 = (kMBlocks - 1 - rows.qb) * kBM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int warp_row0 = m0 + warp * 16 * kMT;  // this warp's first row

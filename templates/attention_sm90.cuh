@@ -14,11 +14,14 @@
 //                the mma.sync kernel (attn::MaskScores, SoftmaxStep, PackP);
 //   o += p v     kBlockN / 16 wgmma m64 n kEP k16, p from registers, v from shared memory
 //                through the transposed (MN-major) descriptor.
-// With kStages 3 a warpgroup issues tile n + 1's q k^T before tile n's softmax, so that its
-// own exponentials overlap its products (FlashAttention-3's intra-warpgroup pipelining); with
-// kStages 2 it does one tile at a time. There is no producer warpgroup and no ping-pong
-// schedule: the warpgroups of a block (and of a second block on the SM where it fits) overlap
-// each other's softmax with their products.
+// With kStages 3 a warpgroup issues tile n's q k^T together with tile n - 1's p v and runs
+// tile n's mask and softmax while that p v is on the tensor cores (FlashAttention-3's
+// intra-warpgroup pipelining); with kStages 2 it does one tile at a time. No register that a
+// wgmma in flight accumulates into is touched before its wait: otherwise ptxas serialises
+// every wgmma of the kernel (its warning C7515; tests/codegen/attention_nvrtc_test.cc fails on
+// it). There is no producer warpgroup and no ping-pong schedule: the warpgroups of a block
+// (and of a second block on the SM where it fits) overlap each other's softmax with their
+// products.
 // No split keys (kSplit 1): decoding stays on the mma.sync kernel, whose tiles fit it.
 // Does its work only when compiled for sm_90a; elsewhere the kernel traps.
 #pragma once
@@ -66,9 +69,9 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
   unsigned char* sV = sK + kStages * kKBytes;
 
   if (static_cast<long long>(blockIdx.x) >= count) return;
-  const attn::Rows<Body> rows{static_cast<long long>(blockIdx.x)};
   constexpr int kMBlocks = (kR + kBM - 1) / kBM;
-  const int m0 = (kMBlocks - 1 - static_cast<int>(blockIdx.y)) * kBM;  // the longest causal rows first
+  const attn::Rows<Body> rows = attn::BlockRows<Body, kMBlocks>(count);
+  const int m0 = (kMBlocks - 1 - rows.qb) * kBM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int warp_row0 = m0 + warp * 16, wg = warp / 4, wg_row0 = m0 + wg * 64;
@@ -161,31 +164,73 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
       wgmma::FenceOperands(o[0]);
     }
   } else {
-    // Tile n + 1's q k^T runs on the tensor cores while tile n's softmax runs on the others:
-    // two score buffers (the loop is unrolled twice so that each has fixed registers), and K
-    // tiles one step ahead of V tiles (the third buffer).
-    Scores sa, sb;
+    // FlashAttention-3's intra-warpgroup overlap: tile n's q k^T and tile n - 1's p v are issued
+    // together, and tile n's mask and softmax run on the other units while p v still runs on
+    // the tensor cores; o is rescaled after that p v is done, and tile n's probabilities are
+    // packed once nothing reads the old ones. Each wgmma in flight has its accumulators
+    // untouched until its wait (else ptxas serialises every wgmma of the kernel, C7515).
+    // Shared memory holds tile n (K now, V next step), tile n - 1 (V) and tile n + 1 in flight.
+    Scores s;
+    unsigned pa[kBN / 16][4];
+    float correction[1][2];
+    // This warpgroup's key tiles (causal: up to its last row); the block's loop runs to n_end
+    // for the loads and barriers.
+    const int wg_tiles = !wg_has_rows ? 0 : Body::kCausal ? min(n_end, (wg_max_seq + kBN) / kBN) : n_end;
+    auto probabilities = [&](int n) {  // tile n's finished scores -> stats, correction, p in s
+      const int key0 = n * kBN;
+      const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
+      attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
+      attn::SoftmaxStats<Body>(s, row_max, row_sum, correction);
+    };
+    auto pack = [&]() {
+#pragma unroll
+      for (int kk = 0; kk < kBN / 16; ++kk) attn::PackP<T>(pa[kk], s[0], kk);
+    };
+    auto issue_pv = [&](int n) {  // o += p v for tile n, issued
+      const unsigned v_addr = attn::SmemAddress(sV + (n % kStages) * kVBytes);
+      wgmma::Fence();
+#pragma unroll
+      for (int kk = 0; kk < kBN / 16; ++kk) {
+        wgmma::Mma<T, kEP>::RS(o[0], pa[kk], wgmma::Sw128Desc(v_addr + kk * 2048, kBN * 128, 1024), 1);
+      }
+      wgmma::Commit();
+    };
     attn::CpAsyncWait<1>();
     wgmma::FenceProxyAsync();
     __syncthreads();
-    if (active(0)) issue_qk(sa, 0);
-    wgmma::Wait<0>();
-    wgmma::FenceOperands(sa[0]);
-    auto step = [&](Scores& cur, Scores& next, int n) {
+    if (wg_tiles > 0) {
+      issue_qk(s, 0);
+      wgmma::Wait<0>();
+      wgmma::FenceOperands(s[0]);
+      probabilities(0);  // o is still zero: no rescale
+      pack();
+    }
+    for (int n = 1; n < n_end; ++n) {
       attn::CpAsyncWait<0>();
       wgmma::FenceProxyAsync();
-      __syncthreads();  // tile n + 1 is in shared memory; every warpgroup is done with tile n - 1
-      if (n + 2 < n_end) load_kv(n + 2);
+      __syncthreads();  // tile n is in shared memory; every warpgroup is done with tile n - 2
+      if (n + 1 < n_end) load_kv(n + 1);
       attn::CpAsyncCommit();
-      if (n + 1 < n_end && active(n + 1)) issue_qk(next, n + 1);
-      if (active(n)) softmax_pv(cur, n);
+      if (n < wg_tiles) {
+        issue_qk(s, n);
+        issue_pv(n - 1);
+        wgmma::Wait<1>();  // q k^T done, p v may still run
+        wgmma::FenceOperands(s[0]);
+        probabilities(n);
+        wgmma::Wait<0>();
+        wgmma::FenceOperands(o[0]);
+        attn::Rescale(o, correction);
+        pack();
+      } else if (n == wg_tiles) {  // this warpgroup's last p v
+        issue_pv(n - 1);
+        wgmma::Wait<0>();
+        wgmma::FenceOperands(o[0]);
+      }
+    }
+    if (wg_tiles == n_end && n_end > 0) {
+      issue_pv(n_end - 1);
       wgmma::Wait<0>();
-      wgmma::FenceOperands(next[0]);
       wgmma::FenceOperands(o[0]);
-    };
-    for (int n = 0; n < n_end; n += 2) {
-      step(sa, sb, n);
-      if (n + 1 < n_end) step(sb, sa, n + 1);
     }
   }
   attn::CpAsyncWait<0>();  // nothing may be in flight when the block exits

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -220,6 +221,13 @@ int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& ti
   return (plan.group * plan.S + tiles.block_m - 1) / tiles.block_m;
 }
 
+int64_t AttentionL2Section(const AttentionPlan& plan) {
+  const int64_t kv_bytes = plan.T * (plan.D + plan.E) * ByteSize(plan.attention->dtype());
+  int64_t budget = kAttentionL2Bytes;
+  if (const char* e = std::getenv("KILN_ATTENTION_L2_BYTES")) budget = std::atoll(e);  // EXPERIMENT
+  return std::clamp<int64_t>(budget / std::max<int64_t>(kv_bytes, 1), 1, plan.batch / plan.group);
+}
+
 int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const AttentionTiles& tiles) {
   if (tiles.split <= 1) return 0;
   return AttentionQueryBlocks(plan, tiles) * (16 + 4LL * tiles.split * tiles.block_m * (PaddedHeadDim(plan.E) + 2));
@@ -230,12 +238,14 @@ namespace {
 // (block_n/2) and output accumulators (E/2) each; ptxas was measured (NVRTC 13.0, sm_90a,
 // tests/codegen/attention_nvrtc_test.cc) at about 1.25 x that + 50 for addresses, statistics
 // and fragments in flight: D 64 with two m-tiles 254 (estimate 250), D 128 with one 210 (210).
-// The wgmma kernel keeps one or two score tiles (block_n / 2 each), the 16-bit probabilities
-// (block_n / 4) and the output accumulators (E / 2); ptxas (NVRTC 13.0) was measured at about
-// that + 40: D 128 128 x 64 3 stages 192 (estimate 184), D 64 128 x 128 3 stages 218 (216).
+// The wgmma kernel keeps a score tile (block_n / 2), the 16-bit probabilities (block_n / 4)
+// and the output accumulators (E / 2), + 40; with 3 stages the probabilities of one tile stay
+// live while the next tile's scores arrive, another block_n / 4. ptxas (NVRTC 13.0, sm_90a)
+// measured D 128: 128 x 64 3 stages 153-162 (estimate 168), 128 x 128 3 stages 229-254 (232),
+// 128 x 128 2 stages 221 (200).
 int RegisterEstimate(const AttentionPlan& plan, const AttentionTiles& t, bool q_in_registers) {
   if (t.wgmma) {
-    return (t.stages == 3 ? 2 : 1) * t.block_n / 2 + t.block_n / 4 + static_cast<int>(PaddedHeadDim(t, plan.E)) / 2 + 40;
+    return t.block_n / 2 + (t.stages == 3 ? 2 : 1) * t.block_n / 4 + static_cast<int>(PaddedHeadDim(t, plan.E)) / 2 + 40;
   }
   // Q fragments: 4 registers per 32-byte k step, D / 4 for 16-bit types, D / 2 for f32.
   const int64_t q_regs = PaddedHeadDim(plan.D) * ByteSize(plan.attention->dtype()) / 8;

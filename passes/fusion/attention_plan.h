@@ -85,6 +85,11 @@ int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& ti
 // Blocks of `tiles` one SM holds at once: shared memory (and the 1 KiB reserved per block),
 // registers (the estimate below), threads.
 int AttentionBlocksPerSm(const AttentionPlan& plan, const AttentionTiles& tiles, const DeviceSpec& device);
+// K/V batches whose blocks the kernel runs together (templates/attention.cuh BlockRows): as
+// many as keep their K and V within kAttentionL2Bytes, so that the blocks in flight share them
+// through L2; at least 1.
+inline constexpr int64_t kAttentionL2Bytes = 32LL << 20;
+int64_t AttentionL2Section(const AttentionPlan& plan);
 // Scratch bytes per K/V batch of a split launch (templates/attention.cuh SplitScratch).
 int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const AttentionTiles& tiles);
 // Head dims padded to the m16n8k16 products' 16.

@@ -224,6 +224,34 @@ TEST_F(AttentionGpuTest, LogSumExpBesideTheOutput) {
   CheckAttention("attn_lse_f32_decode_split", with_lse("f32", "[2,4,1,64]", "[2,4,5000,64]", "", false));
 }
 
+// Long keys make L2 sections of a few K/V batches (BlockRows): 5 batches of 64k keys at D 32
+// are sections of 4 and 1, so a block whose batch or query block is misplaced leaves rows
+// unwritten (poisoned) or writes another's. The default (mma.sync with the keys split over
+// blocks, whose partials are indexed by the query block) and, on sm_90, a wgmma candidate.
+TEST_F(AttentionGpuTest, BlocksRunInL2SectionsOfBatches) {
+  const std::string text = Plain("bf16", 1, 5, 130, 65536, 32, false, 0.0);
+  auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+  ASSERT_TRUE(analysis.ok()) << analysis.status();
+  const Region* region = testing_codegen::AttentionRegion(*analysis);
+  ASSERT_TRUE(region != nullptr && region->attention);
+  ASSERT_EQ(AttentionL2Section(*region->attention), 4);
+  std::vector<KernelParams> runs = {DefaultParams(*region, analysis->plan.device)};
+  EXPECT_GT(runs[0].split, 1);
+  for (const KernelParams& p : CandidateParams(*region, analysis->plan.device)) {
+    if (p.wgmma) {
+      runs.push_back(p);
+      break;
+    }
+  }
+  EXPECT_EQ(runs.size(), analysis->plan.device.wgmma ? 2u : 1u);
+  for (const KernelParams& p : runs) {
+    CheckOptions options;
+    options.params = p;
+    testing_gpu::CheckRegion(absl::StrFormat("attn_l2_sections_4_1_%s", p.ToString()), *analysis->graph, *region,
+                             options);
+  }
+}
+
 TEST_F(AttentionGpuTest, EveryTuningCandidate) {
   const std::string graphs[] = {Plain("bf16", 2, 3, 300, 333, 64, true, 0.0), Plain("f16", 1, 4, 129, 257, 128, false, 0.0),
                                 Plain("bf16", 1, 2, 100, 100, 256, true, 0.0), Plain("f16", 8, 4, 1, 2000, 128, false, 0.0),

@@ -2,7 +2,8 @@
 // f32 (3xTF32), masks, causal, decoding and E != D: every tile candidate for sm_90a at a few shapes
 // (the default elsewhere; both the sm_90a wgmma and the mma.sync kernels), the mma.sync
 // default also for sm_80 (that path's oldest target);
-// no sm_90a default spills more than 16 bytes. Prints registers and compile times so CI logs carry them.
+// no sm_90a default spills more than 16 bytes, and no wgmma candidate has its products
+// serialised by ptxas (C7515). Prints registers and compile times so CI logs carry them.
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -97,6 +98,9 @@ TEST(AttentionNvrtcTest, EveryCandidateCompilesWithoutSpills) {
           EXPECT_LE(compiled->spill_store_bytes, p.wgmma ? 64 : 16)
               << c.label << " " << p.ToString() << " " << arch << " spills";
         }
+        // A wgmma kernel whose products ptxas serialises (C7515) overlaps nothing: the
+        // pipeline's whole point is lost, on every candidate.
+        EXPECT_FALSE(compiled->wgmma_serialized) << c.label << " " << p.ToString() << ": ptxas serialises its wgmma";
         std::printf("%-28s %-6s %-52s %7.1f ms %3d regs %4lld spill, smem %d\n", c.label.c_str(), arch,
                     p.ToString().c_str(), compiled->compile_ms, compiled->registers,
                     static_cast<long long>(compiled->spill_store_bytes), ks->launch.dynamic_smem_bytes);

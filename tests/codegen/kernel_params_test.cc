@@ -129,6 +129,13 @@ TEST(NvrtcLogTest, ParsesPtxasInfo) {
   EXPECT_EQ(info.spill_load_bytes, 8);
   EXPECT_EQ(info.stack_frame_bytes, 16);
   EXPECT_EQ(info.static_smem_bytes, 260);
+  EXPECT_FALSE(info.wgmma_serialized);
+  const std::string serialized =
+      "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non "
+      "wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline stage in "
+      "the function 'mine'\n" + log;
+  EXPECT_TRUE(ParsePtxasInfo(serialized, "mine").wgmma_serialized);
+  EXPECT_FALSE(ParsePtxasInfo(serialized, "other").wgmma_serialized);
 }
 
 }  // namespace

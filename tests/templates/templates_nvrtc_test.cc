@@ -220,6 +220,7 @@ struct Body {
   static constexpr int kD = 40, kE = 24, kS = 100, kT = 77, kG = 2;
   static constexpr bool kCausal = true, kHasMask = true, kHasLse = true;
   static constexpr float kScaleLog2 = 0.2f;
+  static constexpr long long kSection = 3;
   static constexpr long long kQRow = 40, kKRow = 40, kVRow = 24, kORow = 24;
   const __half* __restrict__ q;
   const __half* __restrict__ k;
@@ -246,6 +247,7 @@ struct Body {
   static constexpr int kD = 80, kE = 72, kS = 100, kT = 77, kG = 2;
   static constexpr bool kCausal = true, kHasMask = true, kHasLse = false;
   static constexpr float kScaleLog2 = 0.2f;
+  static constexpr long long kSection = 3;
   static constexpr long long kQRow = 80, kKRow = 80, kVRow = 72, kORow = 72;
   const T* __restrict__ q;
   const T* __restrict__ k;
