@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -223,9 +222,7 @@ int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& ti
 
 int64_t AttentionL2Section(const AttentionPlan& plan) {
   const int64_t kv_bytes = plan.T * (plan.D + plan.E) * ByteSize(plan.attention->dtype());
-  int64_t budget = kAttentionL2Bytes;
-  if (const char* e = std::getenv("KILN_ATTENTION_L2_BYTES")) budget = std::atoll(e);  // EXPERIMENT
-  return std::clamp<int64_t>(budget / std::max<int64_t>(kv_bytes, 1), 1, plan.batch / plan.group);
+  return std::clamp<int64_t>(kAttentionL2Bytes / std::max<int64_t>(kv_bytes, 1), 1, plan.batch / plan.group);
 }
 
 int64_t AttentionScratchBytesPerBatch(const AttentionPlan& plan, const AttentionTiles& tiles) {
