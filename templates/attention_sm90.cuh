@@ -46,6 +46,19 @@ __device__ __forceinline__ void LoadTileSw128(unsigned char* smem, int row0, int
       row0, cols_valid, row_ptr);
 }
 
+// Key tile key0's finished scores -> the row statistics, the correction of o and p in s.
+// kEdge: compiled with the -inf compares (keys past T or, causal, past the row; `edge` per
+// warp as in MaskScores); without, none are made.
+template <bool kEdge, class Body, int kNB>
+__device__ __forceinline__ void TileProbabilities(const Body& body, const Rows<Body>& rows, float (&s)[1][kNB][4],
+                                                  int warp_row0, int warp_min_seq, int key0, float (&row_max)[1][2],
+                                                  float (&row_sum)[1][2], float (&correction)[1][2], int g, int t) {
+  constexpr int kBN = kNB * 8;
+  const bool edge = kEdge && (key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq));
+  if constexpr (kEdge || Body::kHasMask) MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
+  SoftmaxStats<Body>(s, row_max, row_sum, correction);
+}
+
 }  // namespace attn
 
 template <class Body, class Shape>
@@ -176,11 +189,17 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     // This warpgroup's key tiles (causal: up to its last row); the block's loop runs to n_end
     // for the loads and barriers.
     const int wg_tiles = !wg_has_rows ? 0 : Body::kCausal ? min(n_end, (wg_max_seq + kBN) / kBN) : n_end;
-    auto probabilities = [&](int n) {  // tile n's finished scores -> stats, correction, p in s
-      const int key0 = n * kBN;
-      const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
-      attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
-      attn::SoftmaxStats<Body>(s, row_max, row_sum, correction);
+    // Tiles [0, wg_plain) need no -inf for any row of the warpgroup (past T or, causal, past
+    // the row): they run a step compiled without the compares (else ptxas predicates them into
+    // every tile).
+    const int wg_min_seq = rows.MinSeq(wg_row0, wg_row0 + 63);
+    const int wg_plain = min(Body::kT / kBN, Body::kCausal ? (wg_min_seq + 1) / kBN : n_end);
+    auto probabilities = [&](int n) {
+      if (n < wg_plain) {
+        attn::TileProbabilities<false>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
+      } else {
+        attn::TileProbabilities<true>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
+      }
     };
     auto pack = [&]() {
 #pragma unroll
