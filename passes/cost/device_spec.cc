@@ -43,9 +43,11 @@ DeviceSpec H100Spec() {
                                          // TFLOP/s of executed tile FLOPs, bf16, D 64 and 128
   s.wgmma = true;                        // sm_90 (Hopper): wgmma.mma_async
   s.clusters = true;                     // sm_90: thread-block clusters, distributed shared memory
-  s.attention_wgmma_flops_per_us = 360e6;  // templates/attention_sm90.cuh on the lent H100,
-                                           // 2026-11-24 (a standalone harness, bf16, S 4096, 256
-                                           // heads): D 128 412, D 128 causal 304, D 64 330 TFLOP/s
+  s.attention_wgmma_flops_per_us = 525e6;  // templates/attention_sm90.cuh's products, with one
+                                           // exponential per score at sfu_ops_per_us added
+                                           // (kinds::PriceAttention): fitted to 426 TFLOP/s at
+                                           // D 128 and 361 at D 64 (S 16384, bf16) on the lent
+                                           // H200, 2026-11-26 (bench/results/...-session12)
   s.provenance = "named spec h100 (H100 SXM5 80GB); constants documented in passes/cost/device_spec.cc";
   return s;
 }

@@ -91,7 +91,17 @@ FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& me
 // output each moved once. With few blocks the
 // longest one sets the time (causal: the last query block computes every key tile): it gets
 // the rate of one SM shared by its resident blocks.
+//
+// The wgmma kernel (sm_90a) is priced as what bounds it: its products at
+// attention_wgmma_flops_per_us plus one exponential per score on the special-function units
+// (sfu_ops_per_us; the intra-warpgroup overlap hides only part of them), causal tiles at 0.95
+// of that rate (the masked diagonal tiles, blocks of unequal length), and kWgmmaBlockUs per
+// block wave (its Q tile and first key tiles loaded before anything overlaps them). Fitted on
+// 16 shapes of bench/attention.py (S 1024-16384, D 64 and 128, causal or not, bf16) on the
+// lent H200 (bench/results/2026-11-26-h200-session12): every one within 7%.
 constexpr double kF32ProductCost = 6;
+constexpr double kWgmmaCausalRate = 0.95;
+constexpr double kWgmmaBlockUs = 3.0;
 
 RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   RunTimeEstimate e = TrafficAndWork(region);
@@ -104,25 +114,28 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   const AttentionTiles tiles = DefaultAttentionTiles(plan, device);
   e.flops = plan.Flops(tiles.block_m, tiles.block_n);
   e.blocks = plan.batch / plan.group * AttentionQueryBlocks(plan, tiles) * tiles.split;
-  // Causal, the wgmma kernel runs its executed tiles at about 0.8 of its full-attention rate
-  // (the masked diagonal tiles, blocks of unequal length, short blocks' unhidden first tile):
-  // bench/results/2026-11-24-h100-session3, 8 causal shapes, D 64 and 128.
   // f32 runs three TF32 products per product, each at half the 16-bit rate (m16n8k8 against
   // m16n8k16 in the same issue slots).
-  const double rate = tiles.wgmma ? device.attention_wgmma_flops_per_us * (plan.causal ? 0.8 : 1.0)
-                      : ByteSize(plan.attention->dtype()) == 4 ? device.attention_flops_per_us / kF32ProductCost
-                                                               : device.attention_flops_per_us;
-  FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
+  double rate = ByteSize(plan.attention->dtype()) == 4 ? device.attention_flops_per_us / kF32ProductCost
+                                                       : device.attention_flops_per_us;
   const int64_t per_sm = std::min<int64_t>(AttentionBlocksPerSm(plan, tiles, device),
                                           (e.blocks + device.sm_count - 1) / device.sm_count);
-  const double block_rate = rate / device.sm_count / per_sm;
+  if (tiles.wgmma) {
+    e.transcendentals = e.flops / (2.0 * static_cast<double>(plan.D + plan.E));  // one exponential per score
+    rate = device.attention_wgmma_flops_per_us * (plan.causal ? kWgmmaCausalRate : 1.0);
+  }
+  FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
+  // The longest block alone, at its SM's share of the whole kernel's rate (products and
+  // exponentials).
+  const double block_rate = e.flops / std::max(e.compute_us, 1e-9) / device.sm_count / per_sm;
   const double longest = 2.0 * std::min<int64_t>(tiles.block_m, (plan.group * plan.S + 15) / 16 * 16) *
                          ((plan.T + tiles.block_n - 1) / tiles.block_n * tiles.block_n) * (plan.D + plan.E) /
                          tiles.split;
-  if (longest / block_rate > e.compute_us) {
-    e.compute_us = longest / block_rate;
-    e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
+  if (tiles.wgmma) {
+    e.compute_us += static_cast<double>(e.blocks) / static_cast<double>(device.sm_count * per_sm) * kWgmmaBlockUs;
   }
+  e.compute_us = std::max(e.compute_us, longest / block_rate);
+  e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
   return e;
 }
 
