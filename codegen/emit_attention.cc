@@ -115,7 +115,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   ks.params = params;
   ks.notes.push_back(absl::StrCat(tiles.wgmma ? "sm_90a wgmma kernel, " : "mma.sync kernel, ", "tiles ", tiles.block_m, " queries x ", tiles.block_n, " keys, ", tiles.warps,
                                   " warps, ", tiles.stages, " stages",
-                                  tiles.wgmma ? (tiles.stages == 3 ? "; the next tile's q k^T overlaps this tile's softmax" : "")
+                                  tiles.wgmma ? (tiles.stages == 3 ? "; each tile's softmax overlaps the previous tile's p v" : "")
                                   : q_in_registers ? ", Q in registers" : ", Q reloaded from shared memory per key tile",
                                   plan.causal ? "; causal: key tiles past each block's last row skipped" : "",
                                   plan.group > 1 ? absl::StrCat("; ", plan.group, " query heads per K/V head in one block") : "",
