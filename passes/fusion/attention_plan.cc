@@ -397,7 +397,13 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
   }
   AttentionTiles d = out[0];
   if (d.wgmma) d = DefaultAttentionTilesMmaSync(plan, device);
-  for (int split : {d.split * 2, d.split / 2}) {  // more or fewer blocks per query block
+  // More or fewer blocks per query block, and the most that still run in one wave of the
+  // resident blocks (SplitFor assumes two a block per SM; a split past a whole wave leaves a
+  // partial second one).
+  const int64_t items = (plan.batch / plan.group) * AttentionQueryBlocks(plan, d);
+  const int64_t slots = static_cast<int64_t>(device.sm_count) * std::max(1, AttentionBlocksPerSm(plan, d, device));
+  const int one_wave = static_cast<int>(std::max<int64_t>(1, slots / std::max<int64_t>(items, 1)));
+  for (int split : {d.split * 2, d.split / 2, one_wave}) {
     AttentionTiles t = d;
     t.split = split;
     if (split >= 1 && split <= 32 && split * 2 <= (plan.T + t.block_n - 1) / t.block_n) add(t);

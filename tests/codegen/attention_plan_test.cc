@@ -153,6 +153,26 @@ TEST(AttentionPlanTest, F32RunsInTheTemplateWithTilesThatFit) {
   }
 }
 
+// Decoding, 32 x 4 K/V batches of 8192 keys: the default splits the keys for two blocks an SM
+// (3 splits, 384 blocks: a wave and a half of the 264 resident); the tuner also gets the split
+// that fills one wave (2, 256 blocks).
+TEST(AttentionPlanTest, DecodingCandidatesIncludeTheSplitThatFillsOneWave) {
+  Analysis a = AnalyzeText(GqaGraph("bf16", 32, 32, 4, 1, 8192, 128, false, 0.0));
+  const Region* r = AttentionRegion(a);
+  ASSERT_TRUE(r != nullptr && r->attention);
+  const AttentionPlan& plan = *r->attention;
+  const AttentionTiles d = DefaultAttentionTiles(plan, a.plan.device);
+  EXPECT_FALSE(d.wgmma);
+  EXPECT_EQ(d.split, 3);
+  const int64_t slots = a.plan.device.sm_count * AttentionBlocksPerSm(plan, d, a.plan.device);
+  EXPECT_EQ(slots, 264);
+  bool one_wave = false;
+  for (const AttentionTiles& c : CandidateAttentionTiles(plan, a.plan.device)) {
+    one_wave |= !c.wgmma && c.block_m == d.block_m && c.split == 2;
+  }
+  EXPECT_TRUE(one_wave);
+}
+
 // An attention_lse beside its attention (same q, k, mask, attributes) is written by the same
 // kernel: one region, both outputs, the plan names it; the layouts still fold. One that differs
 // in an attribute is not its twin: it is lowered before fusion and the attention region is
