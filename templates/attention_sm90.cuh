@@ -138,25 +138,33 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     }
     wgmma::Commit();
   };
-  // The mask and online softmax of tile n's finished scores, then o += p v issued: all of p
-  // packed first (registers a wgmma reads are written before its fence), then kBN / 16 steps of
-  // 16 keys, each 2048 bytes (16 swizzled rows) further into V's panels.
-  auto softmax_pv = [&](Scores& s, int n) {
-    const int key0 = n * kBN;
-    const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
-    attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
-    attn::SoftmaxStep<Body>(s, o, row_max, row_sum);
-    unsigned pa[kBN / 16][4];
+  // o += p v for key tile n, issued (not waited for): p packed (registers a wgmma reads are
+  // written before its fence), then kBN / 16 steps of 16 keys, each 2048 bytes (16 swizzled
+  // rows) further into V's panels.
+  using Probabilities = unsigned[kBN / 16][4];
+  auto pack = [&](Probabilities& pa, const Scores& s) {
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) attn::PackP<T>(pa[kk], s[0], kk);
+  };
+  auto issue_pv = [&](const Probabilities& pa, int n) {
     const unsigned v_addr = attn::SmemAddress(sV + (n % kStages) * kVBytes);
-    wgmma::FenceOperands(o[0]);
     wgmma::Fence();
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) {
       wgmma::Mma<T, kEP>::RS(o[0], pa[kk], wgmma::Sw128Desc(v_addr + kk * 2048, kBN * 128, 1024), 1);
     }
     wgmma::Commit();
+  };
+  // The mask and online softmax of tile n's finished scores, then o += p v issued.
+  auto softmax_pv = [&](Scores& s, int n) {
+    const int key0 = n * kBN;
+    const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
+    attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
+    attn::SoftmaxStep<Body>(s, o, row_max, row_sum);
+    Probabilities pa;
+    pack(pa, s);
+    wgmma::FenceOperands(o[0]);
+    issue_pv(pa, n);
   };
 
   if constexpr (kStages == 2) {
@@ -184,7 +192,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     // untouched until its wait (else ptxas serialises every wgmma of the kernel, C7515).
     // Shared memory holds tile n (K now, V next step), tile n - 1 (V) and tile n + 1 in flight.
     Scores s;
-    unsigned pa[kBN / 16][4];
+    Probabilities pa;
     float correction[1][2];
     // This warpgroup's key tiles (causal: up to its last row); the block's loop runs to n_end
     // for the loads and barriers.
@@ -201,19 +209,6 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
         attn::TileProbabilities<true>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
       }
     };
-    auto pack = [&]() {
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk) attn::PackP<T>(pa[kk], s[0], kk);
-    };
-    auto issue_pv = [&](int n) {  // o += p v for tile n, issued
-      const unsigned v_addr = attn::SmemAddress(sV + (n % kStages) * kVBytes);
-      wgmma::Fence();
-#pragma unroll
-      for (int kk = 0; kk < kBN / 16; ++kk) {
-        wgmma::Mma<T, kEP>::RS(o[0], pa[kk], wgmma::Sw128Desc(v_addr + kk * 2048, kBN * 128, 1024), 1);
-      }
-      wgmma::Commit();
-    };
     attn::CpAsyncWait<1>();
     wgmma::FenceProxyAsync();
     __syncthreads();
@@ -222,7 +217,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
       wgmma::Wait<0>();
       wgmma::FenceOperands(s[0]);
       probabilities(0);  // o is still zero: no rescale
-      pack();
+      pack(pa, s);
     }
     for (int n = 1; n < n_end; ++n) {
       attn::CpAsyncWait<0>();
@@ -232,22 +227,22 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
       attn::CpAsyncCommit();
       if (n < wg_tiles) {
         issue_qk(s, n);
-        issue_pv(n - 1);
+        issue_pv(pa, n - 1);
         wgmma::Wait<1>();  // q k^T done, p v may still run
         wgmma::FenceOperands(s[0]);
         probabilities(n);
         wgmma::Wait<0>();
         wgmma::FenceOperands(o[0]);
         attn::Rescale(o, correction);
-        pack();
+        pack(pa, s);
       } else if (n == wg_tiles) {  // this warpgroup's last p v
-        issue_pv(n - 1);
+        issue_pv(pa, n - 1);
         wgmma::Wait<0>();
         wgmma::FenceOperands(o[0]);
       }
     }
     if (wg_tiles == n_end && n_end > 0) {
-      issue_pv(n_end - 1);
+      issue_pv(pa, n_end - 1);
       wgmma::Wait<0>();
       wgmma::FenceOperands(o[0]);
     }
