@@ -13,6 +13,9 @@ default, memory-efficient and math backends): CUDA events
 around each call, median of --reps after warm-up, random inputs. TFLOP/s count 4 B H S T D
 (halved when causal, the FlashAttention convention). --check also runs one graph through
 `kiln run --inputs/--outputs` on torch's inputs and compares with SDPA in float32.
+--dropout P drops the probabilities on both sides (kiln: the attention's `dropout` attribute,
+its Philox mask regenerated per tile; SDPA: dropout_p = P, its backends' own RNG), as a
+training step's forward does; the masks differ, the work is the same.
 
   python3 bench/attention.py --kiln build/tools/kiln [--only NAME,...] [--json FILE] [--check]
   python3 bench/attention.py --list          (no torch needed)
@@ -45,7 +48,7 @@ def flops(b, hq, s, t, d, causal):
     return f / 2 if causal else f
 
 
-def graph(name, b, hq, hkv, s, t, d, causal, dtype="bf16"):
+def graph(name, b, hq, hkv, s, t, d, causal, dtype="bf16", dropout=0.0):
     """The kiln JSON graph of one configuration (docs/graph-format.md)."""
     inputs = [{"name": "q", "dtype": dtype, "shape": [b, hq, s, d]},
               {"name": "k", "dtype": dtype, "shape": [b, hkv, t, d]},
@@ -58,7 +61,10 @@ def graph(name, b, hq, hkv, s, t, d, causal, dtype="bf16"):
                       {"name": f"{x}e", "op": "broadcast_to", "inputs": [f"{x}5"], "attrs": {"shape": [b, hkv, g, t, d]}},
                       {"name": f"{x}x", "op": "reshape", "inputs": [f"{x}e"], "attrs": {"shape": [b, hq, t, d]}}]
         k, v = "kx", "vx"
-    nodes.append({"name": "y", "op": "attention", "inputs": ["q", k, v], "attrs": {"causal": causal}})
+    attrs = {"causal": causal}
+    if dropout:
+        attrs.update({"dropout": dropout, "seed": 1})
+    nodes.append({"name": "y", "op": "attention", "inputs": ["q", k, v], "attrs": attrs})
     return {"kiln_graph": 1, "name": name, "inputs": inputs, "nodes": nodes, "outputs": ["y"]}
 
 
@@ -93,7 +99,7 @@ def backends(dtype):
     return (("default", None), ("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION))
 
 
-def sdpa_times(b, hq, hkv, s, t, d, causal, dtype, reps):
+def sdpa_times(b, hq, hkv, s, t, d, causal, dtype, reps, dropout=0.0):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel
@@ -102,7 +108,7 @@ def sdpa_times(b, hq, hkv, s, t, d, causal, dtype, reps):
     k = torch.randn(b, hkv, t, d, device="cuda", dtype=tdtype)
     v = torch.randn(b, hkv, t, d, device="cuda", dtype=tdtype)
     gqa = hkv != hq
-    call = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+    call = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa, dropout_p=dropout)
     out = {}
     for label, backend in backends(dtype):
         try:
@@ -150,6 +156,7 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--dropout", type=float, default=0.0, help="drop probability on the probabilities (both sides)")
     args = ap.parse_args()
     configs = [c for c in CONFIGS if not args.only or c[0] in args.only.split(",")]
     if args.list:
@@ -165,12 +172,12 @@ def main():
     for name, b, hq, hkv, s, t, d, causal, dtype in configs:
         path = os.path.join(workdir, name + ".json")
         with open(path, "w") as f:
-            json.dump(graph(name, b, hq, hkv, s, t, d, causal, dtype), f)
+            json.dump(graph(name, b, hq, hkv, s, t, d, causal, dtype, args.dropout), f)
         row = {"name": name, "B": b, "Hq": hq, "Hkv": hkv, "S": s, "T": t, "D": d, "causal": causal, "dtype": dtype,
-               "tflop": flops(b, hq, s, t, d, causal) / 1e12}
+               "tflop": flops(b, hq, s, t, d, causal) / 1e12, "dropout": args.dropout}
         row["kiln"] = run_kiln(args.kiln, path, args.reps)
         if not args.no_torch:
-            row["sdpa"] = sdpa_times(b, hq, hkv, s, t, d, causal, dtype, args.reps)
+            row["sdpa"] = sdpa_times(b, hq, hkv, s, t, d, causal, dtype, args.reps, args.dropout)
         rows.append(row)
         k = row["kiln"]
         kus = k.get("graph_us")

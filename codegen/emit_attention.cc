@@ -9,7 +9,9 @@
 #include "absl/strings/str_format.h"
 #include "codegen/emit_kernel.h"
 #include "codegen/emitter_util.h"
+#include "codegen/pointwise_expr.h"
 #include "ir/base/status.h"
+#include "ir/philox.h"
 #include "passes/fusion/attention_plan.h"
 #include "passes/fusion/region_kind.h"
 
@@ -96,6 +98,26 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
                     SumTerms({BatchOffset(m), Scale("i", m.seq.stride), Scale("j", m.inner.stride)}), "]);\n  }\n");
   }
 
+  if (plan.dropout > 0) {
+    absl::StrAppend(&body, "  static constexpr bool kDropout = true, kDropAll = ", plan.dropout >= 1 ? "true" : "false",
+                    ";  // dropout p = ", plan.dropout, " on the probabilities (docs/dropout.md)\n");
+    absl::StrAppend(&body, "  static constexpr unsigned kDropThreshold = ", DropoutThreshold(plan.dropout),
+                    "u;\n  static constexpr float kDropScale = ",
+                    plan.dropout >= 1 ? "0.0f" : FloatLiteral(DropoutScale(plan.dropout)), ";\n");
+    const std::pair<const char*, std::pair<const Node*, uint64_t>> seeds[] = {
+        {"Seed", {plan.seed, plan.seed_value}}, {"Offset", {plan.offset, plan.offset_value}}};
+    for (const auto& [name, source] : seeds) {
+      const auto& [node, value] = source;
+      absl::StrAppend(&body, "  __device__ __forceinline__ unsigned long long ", name, "() const { return ",
+                      node == nullptr ? absl::StrCat(value, "ULL")
+                                      : absl::StrCat("static_cast<unsigned long long>(static_cast<long long>(",
+                                                     in_names.at(node), "[0]))"),
+                      "; }", node == nullptr ? "" : absl::StrCat("  // ", node->name()), "\n");
+    }
+  } else {
+    absl::StrAppend(&body, "  static constexpr bool kDropout = false;\n");
+  }
+
   const bool q_in_registers = AttentionQInRegisters(plan, tiles);
   ks.has_scratch = tiles.split > 1;
   if (ks.has_scratch) call_params.push_back("void* __restrict__ scratch");
@@ -120,6 +142,9 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
                                   plan.causal ? "; causal: key tiles past each block's last row skipped" : "",
                                   plan.group > 1 ? absl::StrCat("; ", plan.group, " query heads per K/V head in one block") : "",
                                   plan.lse ? absl::StrCat("; writes ", plan.lse->name(), ", the rows' log-sum-exp") : "",
+                                  plan.dropout > 0 ? absl::StrCat("; dropout p = ", plan.dropout,
+                                                                  " on the probabilities, the mask regenerated per tile (Philox)")
+                                                   : "",
                                   tiles.split > 1 ? absl::StrCat("; key tiles split over ", tiles.split, " blocks") : ""));
   std::vector<std::string> comment = {
       absl::StrCat("kiln attention kernel (", ks.template_name, "), S ", plan.S, ", T ", plan.T, ", D ", plan.D, ", E ",

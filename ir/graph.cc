@@ -10,6 +10,20 @@
 
 namespace kiln {
 
+AttentionArgs AttentionArgsOf(bool lse, const std::vector<const Node*>& operands) {
+  AttentionArgs a;
+  size_t i = lse ? 2 : 3;
+  if (i < operands.size() && !IsInteger(operands[i]->dtype())) a.mask = static_cast<int>(i++);
+  if (!lse && i < operands.size()) a.seed = static_cast<int>(i++);
+  if (!lse && i < operands.size()) a.offset = static_cast<int>(i++);
+  return a;
+}
+
+AttentionArgs AttentionArgsOf(const Node& attention) {
+  return AttentionArgsOf(attention.op() == OpKind::kAttentionLse,
+                         std::vector<const Node*>(attention.operands().begin(), attention.operands().end()));
+}
+
 bool IsValidName(const std::string& name) {
   if (name.empty()) return false;
   auto head = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };

@@ -131,6 +131,15 @@ class Graph {
   int next_id_ = 0;
 };
 
+// Which operand of attention(q, k, v[, mask][, seed[, offset]]) or attention_lse(q, k[, mask])
+// is which: the mask is the floating-point operand after v (after k for attention_lse), seed and
+// offset of attention's dropout the integer scalars after that; -1 where absent.
+struct AttentionArgs {
+  int mask = -1, seed = -1, offset = -1;
+};
+AttentionArgs AttentionArgsOf(bool lse, const std::vector<const Node*>& operands);
+AttentionArgs AttentionArgsOf(const Node& attention);
+
 // True for names the text form and the JSON format accept.
 bool IsValidName(const std::string& name);
 

@@ -308,7 +308,8 @@ absl::StatusOr<Tensor> EvalCrossEntropy(const Node& node, const Tensor& logits, 
 // For each batch and query row i: s_j = (q_i . k_j) * scale + mask[i, j], with s_j = -inf for
 // j > i when causal (top-left aligned); p = softmax(s) in double; y_i = sum_j p_j v_j. A row
 // whose scores are all -inf (fully masked) outputs zeros: FlashAttention's convention, which
-// avoids NaN (plain softmax would give 0 / 0). attention_lse (no v) gives each row's
+// avoids NaN (plain softmax would give 0 / 0). With a dropout, y_i = sum_j keep_ij p_j s v_j:
+// the sum normalising p counts every key, dropped or not (dropout after softmax). attention_lse (no v) gives each row's
 // log-sum-exp, mx + ln(sum_j e^(s_j - mx)), and +inf for a fully masked row (so that a backward's
 // e^(s - lse) is 0 there, as in FlashAttention). Rows are split across workers; each worker
 // holds one head's K (transposed) and V in double.
@@ -316,8 +317,17 @@ absl::StatusOr<Tensor> EvalAttention(const Node& node, const std::vector<const T
   const bool lse = node.op() == OpKind::kAttentionLse;
   const Tensor &q = *args[0], &k = *args[1];
   const Tensor* v = lse ? nullptr : args[2];
-  const size_t mask_arg = lse ? 2 : 3;
-  const Tensor* mask = args.size() > mask_arg ? args[mask_arg] : nullptr;
+  const AttentionArgs which = AttentionArgsOf(node);
+  const Tensor* mask = which.mask >= 0 ? args[which.mask] : nullptr;
+  // Dropout on the probabilities (docs/dropout.md): element i = (bi S + i) T + j of the
+  // [.., S, T] probabilities is kept iff DropoutKeep; kept ones scaled by the float DropoutScale.
+  const double drop_p = lse ? 0.0 : node.attrs().GetFloat("dropout");
+  const uint64_t seed = drop_p == 0 ? 0
+                        : static_cast<uint64_t>(which.seed >= 0 ? args[which.seed]->GetI64(0) : node.attrs().GetInt("seed"));
+  const uint64_t offset = drop_p == 0 ? 0
+                          : static_cast<uint64_t>(which.offset >= 0 ? args[which.offset]->GetI64(0)
+                                                                    : node.attrs().GetInt("offset"));
+  const double drop_scale = static_cast<double>(DropoutScale(drop_p));
   const Shape& qs = q.shape();
   const size_t r = qs.size();
   const Shape batch(qs.begin(), qs.end() - 2);
@@ -382,7 +392,8 @@ absl::StatusOr<Tensor> EvalAttention(const Node& node, const std::vector<const T
         for (int64_t j = 0; j < visible; ++j) {
           const double p = std::exp(s[j] - mx);
           sum += p;
-          Axpy4(Ep, p, &vd[j * Ep], acc.data());
+          if (drop_p > 0 && !DropoutKeep(seed, offset, static_cast<uint64_t>((bi * S + i) * T + j), drop_p)) continue;
+          Axpy4(Ep, drop_p > 0 ? p * drop_scale : p, &vd[j * Ep], acc.data());
         }
         for (int64_t e = 0; e < E; ++e) acc[e] /= sum;
       }

@@ -96,10 +96,16 @@ const std::vector<AttrSpec>& AttrSpecsFor(OpKind kind) {
       {"p", AttrType::kFloat, std::nullopt, "probability of dropping an element, in [0, 1]"},
       {"seed", AttrType::kInt, AttrValue(int64_t{0}), "used when no seed operand is given"},
       {"offset", AttrType::kInt, AttrValue(int64_t{0}), "used when no offset operand is given"}};
-  static const std::vector<AttrSpec> kAttention = {
+  static const std::vector<AttrSpec> kAttentionLse = {
       {"scale", AttrType::kFloat, AttrValue(0.0), "score scale; 0 means 1/sqrt(head dim)"},
       {"causal", AttrType::kBool, AttrValue(false),
        "query i attends to keys j <= i (top-left aligned)"}};
+  static const std::vector<AttrSpec> kAttention = {
+      kAttentionLse[0], kAttentionLse[1],
+      {"dropout", AttrType::kFloat, AttrValue(0.0),
+       "probability of dropping a probability (docs/dropout.md, element i of [..,S,T]); 0: none"},
+      {"seed", AttrType::kInt, AttrValue(int64_t{0}), "the dropout's seed when no seed operand is given"},
+      {"offset", AttrType::kInt, AttrValue(int64_t{0}), "the dropout's offset when no offset operand is given"}};
   static const std::vector<AttrSpec> kCast = {
       {"dtype", AttrType::kString, std::nullopt, "target dtype: f32, f16, bf16, i32, i64, bool"}};
   static const std::vector<AttrSpec> kShape = {
@@ -125,8 +131,8 @@ const std::vector<AttrSpec>& AttrSpecsFor(OpKind kind) {
     case OpKind::kRmsNorm: return kRmsNorm;
     case OpKind::kCrossEntropy: return kCrossEntropy;
     case OpKind::kDropout: case OpKind::kDropoutGrad: return kDropout;
-    case OpKind::kAttention:
-    case OpKind::kAttentionLse: return kAttention;
+    case OpKind::kAttention: return kAttention;
+    case OpKind::kAttentionLse: return kAttentionLse;
     case OpKind::kCast: return kCast;
     case OpKind::kReshape: case OpKind::kBroadcastTo: return kShape;
     case OpKind::kTranspose: return kTranspose;

@@ -208,13 +208,27 @@ absl::StatusOr<TypeAndShape> InferRandom(OpKind op, const std::vector<const Node
   return TypeAndShape{xs[0]->dtype(), xs[0]->shape()};
 }
 
-// attention(q, k, v[, mask]) and attention_lse(q, k[, mask]) (v stands in for k there).
+// attention(q, k, v[, mask][, seed[, offset]]) and attention_lse(q, k[, mask]) (v stands in
+// for k there).
 absl::StatusOr<TypeAndShape> InferAttention(OpKind op, const std::vector<const Node*>& xs, const Attributes& attrs) {
   const bool lse = op == OpKind::kAttentionLse;
   const Node *q = xs[0], *k = xs[1], *v = lse ? xs[1] : xs[2];
-  const size_t mask_arg = lse ? 2 : 3;
+  const AttentionArgs args = AttentionArgsOf(lse, xs);
+  const size_t floats = args.mask >= 0 ? args.mask + 1 : (lse ? 2 : 3);
+  for (size_t i = floats; i < xs.size(); ++i) {
+    if (lse || !IsInteger(xs[i]->dtype()) || !xs[i]->shape().empty()) {
+      return Error(op, absl::StrCat("operand ", i, " ", Describe(xs[i]), " must be ",
+                                    lse ? "absent (attention_lse takes q, k and a mask)"
+                                        : "an integer scalar (the dropout's seed, then its offset)"));
+    }
+  }
+  if (!lse) {
+    const double p = attrs.GetFloat("dropout");
+    if (!(p >= 0.0 && p <= 1.0)) return Error(op, absl::StrCat("dropout = ", p, " is outside [0, 1]"));
+  }
   KILN_RETURN_IF_ERROR(RequireFloat(op, q, 0));
-  KILN_RETURN_IF_ERROR(RequireSameDType(op, xs));
+  KILN_RETURN_IF_ERROR(RequireSameDType(op, std::vector<const Node*>(xs.begin(), xs.begin() + floats)));
+  const size_t mask_arg = args.mask >= 0 ? args.mask : xs.size();
   for (size_t i = 0; i < std::min<size_t>(mask_arg, 3); ++i) {
     if (xs[i]->shape().size() < 2) {
       return Error(op, absl::StrCat("operand ", i, " ", Describe(xs[i]), " must have rank >= 2 ([..., seq, dim])"));

@@ -62,18 +62,30 @@ std::pair<Node*, Node*> ShiftedExp(Rewriter& rw, Node* s) {
 
 Node* Lower(Graph& graph, Node* node) {
   Rewriter rw(graph, node->name());
-  Node* s = Scores(rw, node, node->num_operands() > 3 ? node->operand(3) : nullptr, false);
+  const AttentionArgs args = AttentionArgsOf(*node);
+  Node* s = Scores(rw, node, args.mask >= 0 ? node->operand(args.mask) : nullptr, false);
   const int64_t srank = static_cast<int64_t>(s->shape().size());
   Node* e = ShiftedExp(rw, s).second;
   Node* l = rw.Add(OpKind::kReduceSum, {e}, LastAxis(srank, true));
   Node* l1 = rw.Add(OpKind::kWhere, {rw.Add(OpKind::kEq, {l, rw.Scalar(0, l->dtype())}), rw.Scalar(1, l->dtype()), l});
-  return rw.Add(OpKind::kMatmul, {rw.Add(OpKind::kDiv, {e, l1}), node->operand(2)});
+  Node* p = rw.Add(OpKind::kDiv, {e, l1});
+  const double drop = node->attrs().GetFloat("dropout");
+  if (drop > 0) {  // the same element indices: p has the attention's [.., S, T] score shape
+    std::vector<Node*> operands = {p};
+    for (int i : {args.seed, args.offset}) {
+      if (i >= 0) operands.push_back(node->operand(i));
+    }
+    p = rw.Add(OpKind::kDropout, operands,
+               {{"p", drop}, {"seed", node->attrs().GetInt("seed")}, {"offset", node->attrs().GetInt("offset")}});
+  }
+  return rw.Add(OpKind::kMatmul, {p, node->operand(2)});
 }
 
 Node* LowerLse(Graph& graph, Node* node) {
   Rewriter rw(graph, node->name());
   const double inf = std::numeric_limits<double>::infinity();
-  Node* s = Scores(rw, node, node->num_operands() > 2 ? node->operand(2) : nullptr, true);
+  const AttentionArgs args = AttentionArgsOf(*node);
+  Node* s = Scores(rw, node, args.mask >= 0 ? node->operand(args.mask) : nullptr, true);
   auto [m0, e] = ShiftedExp(rw, s);
   Node* l = rw.Add(OpKind::kReduceSum, {e}, LastAxis(static_cast<int64_t>(s->shape().size()), false));
   Node* shift = rw.Add(OpKind::kReshape, {m0}, {{"shape", l->shape()}});

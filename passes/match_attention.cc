@@ -59,6 +59,13 @@ Node* Match(Graph& graph, Node* out) {
   if (out->op() != OpKind::kMatmul) return nullptr;
   Node* p = out->operand(0);
   Node* v = out->operand(1);
+  // Training graphs drop probabilities: dropout(softmax(s)) v. Its seed and offset travel along
+  // (constants become attributes; a fresh offset per step stays a run-time operand).
+  const Node* dropout = nullptr;
+  if (p->op() == OpKind::kDropout && SingleUse(graph, p)) {
+    dropout = p;
+    p = p->operand(0);
+  }
   if (p->op() != OpKind::kSoftmax || !SingleUse(graph, p)) return nullptr;
   if (p->attrs().GetInt("axis") != static_cast<int64_t>(p->shape().size()) - 1) return nullptr;
   Node* s = p->operand(0);
@@ -125,6 +132,23 @@ Node* Match(Graph& graph, Node* out) {
     }
   }
   Attributes attrs = {{"scale", scale}, {"causal", causal}};
+  if (dropout != nullptr) {
+    attrs.Set("dropout", dropout->attrs().GetFloat("p"));
+    // Operands 1, 2 of the dropout (seed, offset) stay operands from the first that is not a
+    // constant on; the constants before it become attributes.
+    std::vector<Node*> runtime;
+    const char* names[] = {"seed", "offset"};
+    for (int i = 0; i < 2; ++i) {
+      Node* x = dropout->num_operands() > i + 1 ? dropout->operand(i + 1) : nullptr;
+      const bool later_runtime = i == 0 && dropout->num_operands() > 2 && dropout->operand(2)->op() != OpKind::kConstant;
+      if (x == nullptr || (x->op() == OpKind::kConstant && !later_runtime)) {
+        attrs.Set(names[i], x == nullptr ? dropout->attrs().GetInt(names[i]) : x->value()->GetI64(0));
+      } else {
+        runtime.push_back(x);
+      }
+    }
+    operands.insert(operands.end(), runtime.begin(), runtime.end());
+  }
   absl::StatusOr<Node*> attention =
       graph.AddNode(OpKind::kAttention, operands, attrs, graph.FreshName(out->name() + ".attention"));
   if (!attention.ok() || (*attention)->shape() != out->shape() || (*attention)->dtype() != out->dtype()) {

@@ -38,12 +38,20 @@
 //   float* Lse(long long bq) const;              the f32 log-sum-exp of query batch bq's rows,
 //                                                ln sum_j e^(s_ij), +inf for a row with no key
 //                                                (kHasLse only)
+//   static constexpr bool kDropout;              dropout on the probabilities (docs/dropout.md):
+//   static constexpr bool kDropAll;              p == 1 (kDropout only)
+//   static constexpr unsigned kDropThreshold;    the keep threshold and scale of p (DropoutThreshold,
+//   static constexpr float kDropScale;           DropoutScale; kDropout only)
+//   unsigned long long Seed() const, Offset() const;   the dropout's seed and offset (kDropout only)
 // Launch: grid (count = K/V batches) x ceil(kG kS / kBlockM) x kSplit, kThreads threads,
 // AttentionSmemBytes of dynamic shared memory; with kSplit > 1 a scratch of
 // AttentionScratchBytes per (count x y) item, zero before the first launch and left zero.
-// Rows whose scores are all -inf (fully masked) give 0.
+// Rows whose scores are all -inf (fully masked) give 0. With kDropout, probability (bq, i, j) is
+// element (bq kS + i) kT + j of docs/dropout.md's contract: dropped after the row sums counted
+// it (dropout follows the softmax), so the mask is regenerated per tile and never stored.
 #pragma once
 
+#include "kiln_philox.cuh"
 #include "kiln_types.cuh"
 #include "mma_sync.cuh"
 
@@ -58,7 +66,7 @@ struct AttentionShape {
   static constexpr int kMTiles = kBlockM / (16 * kWarps);
   static_assert(kBlockM % (16 * kWarps) == 0, "each warp owns whole 16-row m-tiles");
   static_assert(kBlockN % 16 == 0, "key tiles are whole k16 steps of P.V");
-  static_assert(kStages == 2 || kStages == 3, "the pipeline keeps 1 or 2 key tiles in flight");
+  static_assert(kStages >= 2 && kStages <= 4, "the pipeline keeps 1 to 3 key tiles in flight");
   static_assert(kSplit >= 1, "at least one block per query block");
 };
 
@@ -267,6 +275,55 @@ __device__ __forceinline__ void SoftmaxStats(float (&s)[kMT][kNB][4], float (&ro
     }
   }
 }
+// Dropout on the probabilities in s (kMT 16-row tiles, rows row0 + 16 mt + g + 8 h, against the
+// key tile at key0), after SoftmaxStats has summed them: probability (bq, pos, key) is element
+// i = (bq kS + pos) kT + key of docs/dropout.md, kept (times kDropScale) iff word i & 3 of the
+// Philox call of group i >> 2 reaches kDropThreshold, else 0. A lane's two keys 2t, 2t + 1 are
+// consecutive elements: one call serves both unless they straddle two groups (odd kT only).
+// The keep bits of a row are drawn first, in a loop that is not unrolled (one Philox call's
+// registers live at a time, beside the score and output accumulators), then applied.
+template <class Body, int kMT, int kNB>
+__device__ __forceinline__ void DropProbabilities(const Body& body, const Rows<Body>& rows, float (&s)[kMT][kNB][4],
+                                                  int row0, int key0, int g, int t) {
+  constexpr int kR = Rows<Body>::kR;
+  static_assert(2 * kNB <= 64, "a row's keep bits fit 64 bits (key tiles up to 256)");
+  const unsigned long long seed = body.Seed(), offset = body.Offset();
+  auto word = [](const Philox4& w, unsigned lane) {
+    return lane == 0 ? w.w[0] : lane == 1 ? w.w[1] : lane == 2 ? w.w[2] : w.w[3];
+  };
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = min(row0 + mt * 16 + g + 8 * h, kR - 1);
+      const unsigned long long base =
+          (static_cast<unsigned long long>(rows.QBatch(row)) * Body::kS + rows.Seq(row)) * Body::kT + key0 + 2 * t;
+      unsigned long long keep = 0;  // bit 2 j + c: key j * 8 + 2 t + c of the tile
+#pragma unroll 1
+      for (int j = 0; j < kNB; ++j) {
+        const unsigned long long i = base + j * 8;
+        const Philox4 w = DropoutWords(seed, offset, i >> 2);
+        const unsigned lane = static_cast<unsigned>(i & 3);
+        const unsigned w0 = word(w, lane);
+        const unsigned w1 = (Body::kT % 2 == 0 || lane != 3) ? word(w, lane + 1)
+                                                                : DropoutWords(seed, offset, (i + 1) >> 2).w[0];
+        keep |= static_cast<unsigned long long>((w0 >= Body::kDropThreshold ? 1u : 0u) |
+                                                (w1 >= Body::kDropThreshold ? 2u : 0u))
+                << (2 * j);
+      }
+      if (Body::kDropAll) keep = 0;
+#pragma unroll
+      for (int j = 0; j < kNB; ++j) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          float& p = s[mt][j][2 * h + c];
+          p = (keep >> (2 * j + c)) & 1 ? p * Body::kDropScale : 0.0f;
+        }
+      }
+    }
+  }
+}
+
 template <int kMT, int kOB>
 __device__ __forceinline__ void Rescale(float (&o)[kMT][kOB][4], const float (&correction)[kMT][2]) {
 #pragma unroll
@@ -529,6 +586,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
     attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
     attn::SoftmaxStep<Body>(s, o, row_max, row_sum);
+    if constexpr (Body::kDropout) attn::DropProbabilities(body, rows, s, warp_row0, key0, g, t);
 
     if constexpr (sizeof(T) == 2) {
       // o += p v: the score accumulators of two 8-key blocks are the A fragment of a k16 step.

@@ -57,6 +57,7 @@ __device__ __forceinline__ void TileProbabilities(const Body& body, const Rows<B
   const bool edge = kEdge && (key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq));
   if constexpr (kEdge || Body::kHasMask) MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
   SoftmaxStats<Body>(s, row_max, row_sum, correction);
+  if constexpr (Body::kDropout) DropProbabilities(body, rows, s, warp_row0, key0, g, t);
 }
 
 }  // namespace attn
@@ -161,6 +162,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     const bool edge = key0 + kBN > Body::kT || (Body::kCausal && key0 + kBN - 1 > warp_min_seq);
     attn::MaskScores(body, rows, s, warp_row0, key0, edge, g, t);
     attn::SoftmaxStep<Body>(s, o, row_max, row_sum);
+    if constexpr (Body::kDropout) attn::DropProbabilities(body, rows, s, warp_row0, key0, g, t);
     Probabilities pa;
     pack(pa, s);
     wgmma::FenceOperands(o[0]);

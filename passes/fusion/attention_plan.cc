@@ -159,8 +159,20 @@ FusionDecision Analyze(const Region& r, AttentionPlan& plan) {
     KILN_RETURN_IF_NOT_FUSIBLE(CheckAligned(*op, vector, names[i]));
     *slots[i] = *op;
   }
-  if (att->num_operands() > 3) {
-    std::optional<StridedView> view = ReadView(r, att->operand(3), &why);
+  const AttentionArgs args = AttentionArgsOf(*att);
+  plan.dropout = att->attrs().GetFloat("dropout");
+  plan.seed_value = static_cast<uint64_t>(att->attrs().GetInt("seed"));
+  plan.offset_value = static_cast<uint64_t>(att->attrs().GetInt("offset"));
+  if (args.seed >= 0) plan.seed = att->operand(args.seed);
+  if (args.offset >= 0) plan.offset = att->operand(args.offset);
+  for (const Node* x : {plan.seed, plan.offset}) {
+    if (x != nullptr && r.Contains(x)) {
+      return Refuse(absl::StrCat(x->name(), ", the dropout's seed or offset, is computed in the region; the kernel "
+                                 "reads it as an input"));
+    }
+  }
+  if (args.mask >= 0) {
+    std::optional<StridedView> view = ReadView(r, att->operand(args.mask), &why);
     if (!view) return why;
     Shape scores(qs.begin(), qs.begin() + nb);
     scores.push_back(plan.S);
@@ -292,13 +304,14 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
     }
     // Two blocks of 256 threads leave 128 registers a thread: ptxas fits head dims up to 64
     // there without spilling (measured: 128 x 64, 3 stages), not 128 (852 bytes of spill).
-    if (t.min_blocks > 1 && (PaddedHeadDim(t, plan.D) > 64 || PaddedHeadDim(t, plan.E) > 64)) {
+    if (t.min_blocks > 1 && (PaddedHeadDim(t, plan.D) > 64 || PaddedHeadDim(t, plan.E) > 64 || plan.dropout > 0)) {
       return FusionDecision::Forbid("attention-registers",
                                     absl::StrCat("wgmma tiles ", t.block_m, "x", t.block_n, " at ", t.min_blocks,
-                                                 " blocks per SM spill with head dims ", plan.D, "/", plan.E));
+                                                 " blocks per SM spill with head dims ", plan.D, "/", plan.E,
+                                                 plan.dropout > 0 ? " and dropout" : ""));
     }
   }
-  if (t.warps < 1 || t.block_m % (16 * t.warps) != 0 || t.block_n % 16 != 0 || t.stages < 2 || t.stages > 3 ||
+  if (t.warps < 1 || t.block_m % (16 * t.warps) != 0 || t.block_n % 16 != 0 || t.stages < 2 || t.stages > 4 ||
       t.split < 1) {
     return FusionDecision::Forbid("attention-tiles", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " on ", t.warps,
                                                                   " warps, ", t.stages, " stages are not a valid shape"));
@@ -325,12 +338,26 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
 }
 
 namespace {
-// Splits that bring the grid to two blocks per SM, each split keeping at least 4 key tiles.
+// Splits the key tiles of each (K/V batch, query block) item over blocks when the items alone
+// do not fill the resident blocks (AttentionBlocksPerSm of these tiles on every SM): the split,
+// each keeping at least 4 key tiles and at most 16 splits: the fewest splits whose grid keeps 90%
+// of the slots busy over its waves (WaveFill), else the split that keeps the most. A decoding
+// grid that spills a few blocks into a second wave runs that wave at a fraction of the memory
+// bandwidth (measured, H200: 32 x 4 batches of 8192 keys, 384 blocks on 264 slots 183.0 us, 256
+// blocks 143.5 us; bench/results/2026-11-27-h200-session13).
 int SplitFor(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
-  const int64_t blocks = (plan.batch / plan.group) * AttentionQueryBlocks(plan, t);
+  const int64_t items = (plan.batch / plan.group) * AttentionQueryBlocks(plan, t);
+  const int64_t slots = static_cast<int64_t>(device.sm_count) * AttentionBlocksPerSm(plan, t, device);
+  if (items >= slots) return 1;
   const int64_t tiles = (plan.T + t.block_n - 1) / t.block_n;
-  const int64_t want = (2 * device.sm_count + blocks - 1) / blocks;
-  return static_cast<int>(std::clamp<int64_t>(std::min(want, tiles / 4), 1, 16));
+  const int most = static_cast<int>(std::clamp<int64_t>(tiles / 4, 1, 16));
+  auto filled = [&](int split) { return WaveFill(items * split, slots); };
+  int best = 1;
+  for (int split = 1; split <= most; ++split) {
+    if (filled(split) >= 0.9) return split;
+    if (filled(split) > filled(best)) best = split;
+  }
+  return best;
 }
 
 // The mma.sync kernel's default tiles (DefaultAttentionTiles without wgmma).
@@ -361,10 +388,14 @@ AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec
   const int64_t d = std::max(PaddedHeadDim(plan.D), PaddedHeadDim(plan.E));
   if (device.wgmma && ByteSize(plan.attention->dtype()) == 2 && t.split == 1 && plan.group * plan.S > 64) {
     AttentionTiles w;
+    // Dropout's keep bits take registers: at 128 a thread (two blocks an SM) D 64 spills 128
+    // bytes, and 192 x 128 tiles at D 128 172 (NVRTC 13.0, sm_90a); one block an SM and 64-key
+    // tiles do not spill.
+    const bool dropout = plan.dropout > 0;
     if (d <= 64) {
-      w = {128, 64, 8, 3, 1, true, 2};
+      w = dropout ? AttentionTiles{128, 64, 8, 3, 1, true} : AttentionTiles{128, 64, 8, 3, 1, true, 2};
     } else if (d <= 128) {
-      w = plan.causal ? AttentionTiles{192, 64, 12, 3, 1, true} : AttentionTiles{192, 128, 12, 2, 1, true};
+      w = plan.causal || dropout ? AttentionTiles{192, 64, 12, 3, 1, true} : AttentionTiles{192, 128, 12, 2, 1, true};
     } else {
       w = {128, 64, 8, 2, 1, true};
     }
@@ -389,6 +420,13 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
     t.split = SplitFor(plan, t, device);
     add(t);
   }
+  if (plan.group * plan.S <= 64) {
+    // Decoding streams K and V through one m-tile: deeper pipelines keep more bytes in flight.
+    for (AttentionTiles t : {AttentionTiles{64, 32, 4, 3}, AttentionTiles{64, 32, 4, 4}}) {
+      t.split = SplitFor(plan, t, device);
+      add(t);
+    }
+  }
   if (device.wgmma && ByteSize(plan.attention->dtype()) == 2 && plan.group * plan.S > 16) {  // 64-row warpgroups
     const std::vector<AttentionTiles> wgmma_grid = {
         {128, 64, 8, 3, 1, true, 2}, {128, 64, 8, 3, 1, true},   {128, 128, 8, 3, 1, true}, {192, 64, 12, 3, 1, true},
@@ -397,13 +435,8 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
   }
   AttentionTiles d = out[0];
   if (d.wgmma) d = DefaultAttentionTilesMmaSync(plan, device);
-  // More or fewer blocks per query block, and the most that still run in one wave of the
-  // resident blocks (SplitFor assumes two a block per SM; a split past a whole wave leaves a
-  // partial second one).
-  const int64_t items = (plan.batch / plan.group) * AttentionQueryBlocks(plan, d);
-  const int64_t slots = static_cast<int64_t>(device.sm_count) * std::max(1, AttentionBlocksPerSm(plan, d, device));
-  const int one_wave = static_cast<int>(std::max<int64_t>(1, slots / std::max<int64_t>(items, 1)));
-  for (int split : {d.split * 2, d.split / 2, one_wave}) {
+  // More or fewer blocks per query block than SplitFor's.
+  for (int split : {d.split * 2, d.split / 2}) {
     AttentionTiles t = d;
     t.split = split;
     if (split >= 1 && split <= 32 && split * 2 <= (plan.T + t.block_n - 1) / t.block_n) add(t);

@@ -11,6 +11,7 @@
 //                  out's 4-byte aligned (paired stores);
 //   mask           broadcast to [batch..., S, T]: batch atoms, then the query and key dims as
 //                  one atom each (any strides: it is read an element at a time);
+//   seed, offset   the dropout's, when run-time operands: i32/i64 scalars read once;
 //   lse            an attention_lse of the same q, k, mask and attributes (AttentionTwin),
 //                  written as it is: f32 [batch..., S], contiguous.
 #ifndef KILN_PASSES_FUSION_ATTENTION_PLAN_H_
@@ -52,6 +53,12 @@ struct AttentionPlan {
   bool causal = false;
   AttentionOperand q, k, v, out;
   std::optional<AttentionOperand> mask;
+  // Dropout on the probabilities (docs/dropout.md): p (0: none), and the seed and offset, each
+  // an i32/i64 scalar region input read at run time or, where null, the attribute's value.
+  double dropout = 0;
+  const Node* seed = nullptr;
+  const Node* offset = nullptr;
+  uint64_t seed_value = 0, offset_value = 0;
   // The attention_lse written beside the output (f32 [batch..., S], contiguous; rows of the
   // flattened batch b at b x S), or null.
   const Node* lse = nullptr;
@@ -85,6 +92,12 @@ int64_t AttentionQueryBlocks(const AttentionPlan& plan, const AttentionTiles& ti
 // Blocks of `tiles` one SM holds at once: shared memory (and the 1 KiB reserved per block),
 // registers (the estimate below), threads.
 int AttentionBlocksPerSm(const AttentionPlan& plan, const AttentionTiles& tiles, const DeviceSpec& device);
+// The share of `slots` resident blocks a grid of `blocks` keeps busy over its waves:
+// blocks / (ceil(blocks / slots) x slots); 1 for whole waves.
+inline double WaveFill(int64_t blocks, int64_t slots) {
+  if (blocks <= 0 || slots <= 0) return 1.0;
+  return static_cast<double>(blocks) / static_cast<double>((blocks + slots - 1) / slots * slots);
+}
 // K/V batches whose blocks the kernel runs together (templates/attention.cuh BlockRows): as
 // many as keep their K and V within kAttentionL2Bytes, so that the blocks in flight share them
 // through L2; at least 1. Measured on the lent H200 (bench/results/2026-11-26-h200-session12):

@@ -37,12 +37,14 @@ FusionDecision AttentionTemplateCovers(const Node& attention) {
 
 const Node* AttentionTwin(const Node& lse) {
   KILN_CHECK(lse.op() == OpKind::kAttentionLse) << lse.ToString();
-  const Node* mask = lse.num_operands() > 2 ? lse.operand(2) : nullptr;
+  const AttentionArgs lse_args = AttentionArgsOf(lse);
+  const Node* mask = lse_args.mask >= 0 ? lse.operand(lse_args.mask) : nullptr;
   for (const Node* user : lse.operand(0)->users()) {
     if (user->op() != OpKind::kAttention || user->operand(0) != lse.operand(0) || user->operand(1) != lse.operand(1)) {
       continue;
     }
-    const Node* user_mask = user->num_operands() > 3 ? user->operand(3) : nullptr;
+    const AttentionArgs user_args = AttentionArgsOf(*user);
+    const Node* user_mask = user_args.mask >= 0 ? user->operand(user_args.mask) : nullptr;
     if (user_mask != mask || user->attrs().GetBool("causal") != lse.attrs().GetBool("causal") ||
         user->attrs().GetFloat("scale") != lse.attrs().GetFloat("scale")) {
       continue;
@@ -100,6 +102,11 @@ FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& me
 // 16 shapes of bench/attention.py (S 1024-16384, D 64 and 128, causal or not, bf16) on the
 // lent H200 (bench/results/2026-11-26-h200-session12): every one within 7%.
 constexpr double kF32ProductCost = 6;
+// Dropout on the probabilities: a Philox4x32-10 call (10 rounds of 2 IMAD.HI, 2 IMAD and about
+// 4 logic ops) per lane's pair of keys, plus the compare and select: about 45 integer ops per
+// score, at a quarter of the f32 FLOP rate (IMAD issues at half FFMA's rate; FLOPs count an
+// FMA as 2). Added to the products: the ALU work does not overlap them well. Not yet measured.
+constexpr double kDropoutOpsPerScore = 45;
 constexpr double kWgmmaCausalRate = 0.95;
 constexpr double kWgmmaBlockUs = 3.0;
 
@@ -125,6 +132,10 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
     rate = device.attention_wgmma_flops_per_us * (plan.causal ? kWgmmaCausalRate : 1.0);
   }
   FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
+  // Streaming K and V at the copy rate takes whole waves of the resident blocks: a last wave
+  // of a few blocks does not reach it (decoding, H200: 384 blocks on 264 slots 183 us, 256 of
+  // 264 143.5 us, for the same bytes).
+  e.memory_us /= WaveFill(e.blocks, static_cast<int64_t>(device.sm_count) * AttentionBlocksPerSm(plan, tiles, device));
   // The longest block alone, at its SM's share of the whole kernel's rate (products and
   // exponentials).
   const double block_rate = e.flops / std::max(e.compute_us, 1e-9) / device.sm_count / per_sm;
@@ -135,6 +146,10 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
     e.compute_us += static_cast<double>(e.blocks) / static_cast<double>(device.sm_count * per_sm) * kWgmmaBlockUs;
   }
   e.compute_us = std::max(e.compute_us, longest / block_rate);
+  if (plan.dropout > 0 && device.f32_flops_per_us > 0) {
+    const double scores = e.flops / (2.0 * static_cast<double>(plan.D + plan.E));
+    e.compute_us += scores * kDropoutOpsPerScore / (device.f32_flops_per_us / 4);
+  }
   e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
   return e;
 }

@@ -252,6 +252,58 @@ TEST_F(AttentionGpuTest, BlocksRunInL2SectionsOfBatches) {
   }
 }
 
+// Dropout on the probabilities (docs/dropout.md), regenerated per tile. With V the identity
+// (E = T) the output is the dropped probabilities themselves, y[b, i, j] = keep_ij p_ij / (1 - p),
+// and with scale 0.01 every p_ij is near 1 / T, far above the tolerance: an element whose keep
+// bit differs from the interpreter's (DropoutKeep of index (b S + i) T + j) fails the check.
+// The mma.sync kernel (S 37), the wgmma kernel's 3-stage (D 64, causal) and 2-stage (D 128)
+// loops, f32, seed and offset as run-time inputs, every tuning candidate of one shape; then
+// plain values at odd T (a lane's two keys straddle two Philox groups), a mask, and grouped
+// heads decoding with split keys.
+TEST_F(AttentionGpuTest, DropoutRegeneratesTheDropoutOpsMask) {
+  struct Case {
+    const char* dtype;
+    int64_t h, s, t, d;
+    bool causal, runtime_seed;
+    double p;
+  };
+  const Case cases[] = {{"bf16", 3, 37, 72, 64, false, false, 0.2}, {"bf16", 2, 100, 128, 64, true, true, 0.5},
+                        {"f16", 2, 130, 128, 128, false, true, 0.1}, {"f32", 2, 33, 40, 32, true, false, 0.3}};
+  for (const Case& c : cases) {
+    const std::string seeds = c.runtime_seed ? ", seed: i64[], off: i64[]" : "";
+    const std::string text = absl::StrFormat(
+        R"(graph g(q: %1$s[1,%2$d,%3$d,%5$d], k: %1$s[1,%2$d,%4$d,%5$d], v: %1$s[1,%2$d,%4$d,%4$d]%6$s) {
+      y = attention(q, k, v%7$s) {causal = %8$s, scale = 0.01, dropout = %9$g, seed = 77, offset = 5}
+      return y })",
+        c.dtype, c.h, c.s, c.t, c.d, seeds, c.runtime_seed ? ", seed, off" : "", c.causal ? "true" : "false", c.p);
+    std::map<std::string, Tensor> inputs;
+    Tensor v(ParseDType(c.dtype).value(), Shape{1, c.h, c.t, c.t});
+    for (int64_t e = 0; e < v.num_elements(); ++e) v.SetF64(e, (e / c.t) % c.t == e % c.t ? 1.0 : 0.0);
+    inputs.emplace("v", v);
+    CheckOptions options;
+    options.inputs = &inputs;
+    const std::string label = absl::StrFormat("attn_dropout_%s_S%d_T%d_D%d_p%g", c.dtype, c.s, c.t, c.d, c.p);
+    CheckAttention(label, text, options);
+    if (&c != &cases[1]) continue;
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    const Region* region = testing_codegen::AttentionRegion(*analysis);
+    ASSERT_NE(region, nullptr);
+    for (const KernelParams& p : CandidateParams(*region, analysis->plan.device)) {
+      options.params = p;
+      testing_gpu::CheckRegion(absl::StrFormat("%s_%s", label, p.ToString()), *analysis->graph, *region, options);
+    }
+  }
+  CheckAttention("attn_dropout_odd_T_mask", R"(graph g(q: bf16[2,3,50,64], k: bf16[2,3,77,64], v: bf16[2,3,77,64], m: bf16[2,1,1,77]) {
+      y = attention(q, k, v, m) {causal = false, scale = 0.0, dropout = 0.25, seed = 3}
+      return y })");
+  std::string decode = testing_codegen::GqaGraph("bf16", 2, 16, 2, 1, 3001, 128, false, 0.0);
+  const std::string plain = "{causal = false, scale = 0.000000}";
+  ASSERT_NE(decode.find(plain), std::string::npos) << decode;
+  decode.replace(decode.find(plain), plain.size(), "{causal = false, scale = 0.0, dropout = 0.1, seed = 11}");
+  CheckAttention("attn_dropout_decode_gqa_split", decode);
+}
+
 TEST_F(AttentionGpuTest, EveryTuningCandidate) {
   const std::string graphs[] = {Plain("bf16", 2, 3, 300, 333, 64, true, 0.0), Plain("f16", 1, 4, 129, 257, 128, false, 0.0),
                                 Plain("bf16", 1, 2, 100, 100, 256, true, 0.0), Plain("f16", 8, 4, 1, 2000, 128, false, 0.0),

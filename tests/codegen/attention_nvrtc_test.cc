@@ -58,6 +58,18 @@ std::vector<SweepCase> SweepCases() {
                       y = attention(q, k, v) {causal = false, scale = 0.0}
                       l = attention_lse(q, k) {causal = false, scale = 0.0}
                       return y, l })", false});
+  // Dropout on the probabilities: both kernels (bf16 D 64 causal: every candidate, wgmma's
+  // 3-stage loop among them; D 128: the 2-stage one), seed and offset as inputs, odd T (a
+  // lane's keys straddle two Philox groups), f32.
+  out.push_back({"dropout bf16 D64 causal", R"(graph g(q: bf16[2,4,300,64], k: bf16[2,4,300,64], v: bf16[2,4,300,64], seed: i64[], off: i64[]) {
+                      y = attention(q, k, v, seed, off) {causal = true, scale = 0.0, dropout = 0.1}
+                      return y })"});
+  out.push_back({"dropout bf16 D128 odd T", R"(graph g(q: bf16[2,4,300,128], k: bf16[2,4,301,128], v: bf16[2,4,301,128]) {
+                      y = attention(q, k, v) {causal = false, scale = 0.0, dropout = 0.5, seed = 3}
+                      return y })", false});
+  out.push_back({"dropout f32 D64", R"(graph g(q: f32[2,4,30,64], k: f32[2,4,77,64], v: f32[2,4,77,64]) {
+                      y = attention(q, k, v) {causal = false, scale = 0.0, dropout = 1.0}
+                      return y })", false});
   out.push_back({"D64 E128", R"(graph g(q: bf16[1,2,70,64], k: bf16[1,2,90,64], v: bf16[1,2,90,128]) {
                       y = attention(q, k, v) {causal = true, scale = 0.2}
                       return y })"});

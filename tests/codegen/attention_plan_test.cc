@@ -153,24 +153,34 @@ TEST(AttentionPlanTest, F32RunsInTheTemplateWithTilesThatFit) {
   }
 }
 
-// Decoding, 32 x 4 K/V batches of 8192 keys: the default splits the keys for two blocks an SM
-// (3 splits, 384 blocks: a wave and a half of the 264 resident); the tuner also gets the split
-// that fills one wave (2, 256 blocks).
-TEST(AttentionPlanTest, DecodingCandidatesIncludeTheSplitThatFillsOneWave) {
+// Decoding, 32 x 4 K/V batches of 8192 keys (128 items): the default splits the keys so the
+// grid fills the resident blocks in whole waves: 2 splits, 256 blocks on 264 slots, not 3 (384
+// blocks: a wave and a half). Deeper pipelines are candidates, each with its own wave-filling
+// split, and so are twice and half the default's split. The cost model charges a partial wave.
+TEST(AttentionPlanTest, DecodingSplitsFillWholeWaves) {
   Analysis a = AnalyzeText(GqaGraph("bf16", 32, 32, 4, 1, 8192, 128, false, 0.0));
   const Region* r = AttentionRegion(a);
   ASSERT_TRUE(r != nullptr && r->attention);
   const AttentionPlan& plan = *r->attention;
-  const AttentionTiles d = DefaultAttentionTiles(plan, a.plan.device);
+  const DeviceSpec& device = a.plan.device;
+  const AttentionTiles d = DefaultAttentionTiles(plan, device);
   EXPECT_FALSE(d.wgmma);
-  EXPECT_EQ(d.split, 3);
-  const int64_t slots = a.plan.device.sm_count * AttentionBlocksPerSm(plan, d, a.plan.device);
+  const int64_t slots = device.sm_count * AttentionBlocksPerSm(plan, d, device);
   EXPECT_EQ(slots, 264);
-  bool one_wave = false;
-  for (const AttentionTiles& c : CandidateAttentionTiles(plan, a.plan.device)) {
-    one_wave |= !c.wgmma && c.block_m == d.block_m && c.split == 2;
+  EXPECT_EQ(d.split, 2);
+  EXPECT_GE(WaveFill(128 * d.split, slots), 0.9);
+  bool deep = false, doubled = false;
+  for (const AttentionTiles& c : CandidateAttentionTiles(plan, device)) {
+    if (c.stages == 4 && c.block_n == 32) {  // 2 blocks an SM: 2 splits fill a wave too
+      deep = true;
+      EXPECT_GE(WaveFill(128 * c.split, device.sm_count * AttentionBlocksPerSm(plan, c, device)), 0.9);
+    }
+    doubled |= c.split == 4 && c.block_m == d.block_m && c.block_n == d.block_n;
   }
-  EXPECT_TRUE(one_wave);
+  EXPECT_TRUE(deep);
+  EXPECT_TRUE(doubled);
+  EXPECT_DOUBLE_EQ(WaveFill(384, 264), 384.0 / 528.0);
+  EXPECT_DOUBLE_EQ(WaveFill(256, 264), 1.0 * 256 / 264);
 }
 
 // An attention_lse beside its attention (same q, k, mask, attributes) is written by the same

@@ -66,7 +66,7 @@ const std::map<std::string, std::string>& OpSnippets() {
       {"dropout_grad", G("dy: f16[2,3], s: i64[], o: i64[]",
                          "y: f16[2,3] = dropout_grad(dy, s, o) {offset = 0, p = 0.5, seed = 0}")},
       {"attention", G("q: f16[2,4,8,16], k: f16[2,4,6,16], v: f16[2,4,6,32], m: f16[8,6]",
-                      "y: f16[2,4,8,32] = attention(q, k, v, m) {causal = true, scale = 0.125}")},
+                      "y: f16[2,4,8,32] = attention(q, k, v, m) {causal = true, dropout = 0.0, offset = 0, scale = 0.125, seed = 0}")},
       {"attention_lse", G("q: f16[2,4,8,16], k: f16[2,4,6,16], m: f16[8,6]",
                           "y: f32[2,4,8] = attention_lse(q, k, m) {causal = true, scale = 0.125}")},
       {"reshape", G("x: f32[2,3]", "y: f32[3,2] = reshape(x) {shape = [3, -1]}")},

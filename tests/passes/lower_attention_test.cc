@@ -136,6 +136,33 @@ TEST(LowerAttentionTest, ALogSumExpWithoutItsTwinIsLoweredFromF32Scores) {
   EXPECT_FALSE(RunPass(pass, *twinned));
 }
 
+// Dropout on the probabilities: the lowered graph drops the [.., S, T] probabilities with the
+// dropout op, so the interpreter's fused attention must keep exactly the same elements
+// (docs/dropout.md's index i = (b S + i) T + j): odd S and T, causal and masked, seed and offset
+// from run-time operands, from the attributes, and the seed alone as an operand.
+TEST(LowerAttentionTest, DropoutKeepsTheElementsOfTheDropoutOp) {
+  ExpectSameValues(R"(graph g(q: f32[2,3,5,4], k: f32[2,3,7,4], v: f32[2,3,7,6], m: f32[5,7], seed: i64[], off: i64[]) {
+    a: f32[2,3,5,6] = attention(q, k, v, m, seed, off) {causal = true, dropout = 0.3, scale = 0.0}
+    return a
+  })");
+  ExpectSameValues(R"(graph g(q: f32[3,9,4], k: f32[3,11,4], v: f32[3,11,4]) {
+    a: f32[3,9,4] = attention(q, k, v) {dropout = 0.5, offset = 4, seed = 1234567890123}
+    return a
+  })");
+  ExpectSameValues(R"(graph g(q: f32[3,9,4], k: f32[3,11,4], v: f32[3,11,4], seed: i32[]) {
+    a: f32[3,9,4] = attention(q, k, v, seed) {dropout = 0.1, offset = 2}
+    return a
+  })");
+  auto lowered = Parse(R"(graph g(q: f32[3,9,4], k: f32[3,11,4], v: f32[3,11,4], seed: i32[]) {
+    a: f32[3,9,4] = attention(q, k, v, seed) {dropout = 0.1, offset = 2}
+    return a
+  })");
+  LowerAttention pass;
+  ASSERT_TRUE(RunPass(pass, *lowered));
+  const std::string out = PrintGraph(*lowered);
+  EXPECT_TRUE(FileCheck(out, "CHECK: = dropout(a.div, seed) {offset = 2, p = 0.1, seed = 0}")) << out;
+}
+
 TEST(LowerAttentionTest, GraphsWithoutAttentionAreUnchanged) {
   auto g = Parse(R"(graph g(x: f32[4,8]) {
     s: f32[4,8] = softmax(x) {axis = 1}

@@ -28,10 +28,47 @@ TEST(MatchAttentionTest, ScaledMaskedChainBecomesOneAttentionOp) {
   EXPECT_TRUE(RunPass(pass, *g));
   std::string out = PrintGraph(*g);
   EXPECT_TRUE(FileCheck(out, R"(
-    CHECK: attention(q, k, v, m) {causal = false, scale = 0.5}
+    CHECK: attention(q, k, v, m) {causal = false, dropout = 0.0, offset = 0, scale = 0.5, seed = 0}
     CHECK-NOT: softmax
     CHECK-NOT: matmul
   )")) << out;
+}
+
+// Training graphs: dropout(softmax(s)) v folds in, the dropout's p, seed and offset with it. A
+// constant seed before a run-time offset stays an operand (they are positional); a constant
+// offset becomes the attribute.
+TEST(MatchAttentionTest, DropoutOfTheProbabilitiesFoldsIntoAttention) {
+  auto g = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4], off: i64[]) {
+    kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
+    s: f32[2,3,3] = matmul(q, kt)
+    p: f32[2,3,3] = softmax(s) {axis = 2}
+    seed: i64[] = constant() {data = [9]}
+    d: f32[2,3,3] = dropout(p, seed, off) {p = 0.25}
+    y: f32[2,3,4] = matmul(d, v)
+    return y
+  })");
+  MatchAttention pass;
+  EXPECT_TRUE(RunPass(pass, *g));
+  std::string out = PrintGraph(*g);
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: attention(q, k, v, seed, off) {causal = false, dropout = 0.25, offset = 0, scale = 1.0, seed = 0}
+    CHECK-NOT: dropout(
+  )")) << out;
+
+  auto c = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]) {
+    kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
+    s: f32[2,3,3] = matmul(q, kt)
+    p: f32[2,3,3] = softmax(s) {axis = 2}
+    seed: i64[] = constant() {data = [9]}
+    off: i64[] = constant() {data = [5]}
+    d: f32[2,3,3] = dropout(p, seed, off) {p = 0.25}
+    y: f32[2,3,4] = matmul(d, v)
+    return y
+  })");
+  EXPECT_TRUE(RunPass(pass, *c));
+  out = PrintGraph(*c);
+  EXPECT_TRUE(FileCheck(out, "CHECK: attention(q, k, v) {causal = false, dropout = 0.25, offset = 5, scale = 1.0, seed = 9}"))
+      << out;
 }
 
 TEST(MatchAttentionTest, LowerTriangularBooleanMaskBecomesCausal) {
@@ -47,7 +84,7 @@ TEST(MatchAttentionTest, LowerTriangularBooleanMaskBecomesCausal) {
   })");
   MatchAttention pass;
   EXPECT_TRUE(RunPass(pass, *g));
-  EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: attention(q, k, v) {causal = true, scale = 1.0}"));
+  EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: attention(q, k, v) {causal = true, dropout = 0.0, offset = 0, scale = 1.0, seed = 0}"));
 }
 
 // torch's masked_fill(mask, -inf): where(drop, -inf, s), true = masked out.
@@ -64,7 +101,7 @@ TEST(MatchAttentionTest, MaskedFillOfTheUpperTriangleBecomesCausal) {
   })");
   MatchAttention pass;
   EXPECT_TRUE(RunPass(pass, *g));
-  EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: attention(q, k, v) {causal = true, scale = 1.0}"));
+  EXPECT_TRUE(FileCheck(PrintGraph(*g), "CHECK: attention(q, k, v) {causal = true, dropout = 0.0, offset = 0, scale = 1.0, seed = 0}"));
 }
 
 // torch's exporter below opset 23 scales q and k^T by sqrt(scale) each: both fold into scale.
@@ -83,7 +120,7 @@ TEST(MatchAttentionTest, ScalarFactorsOnQAndKFoldIntoTheScale) {
   EXPECT_TRUE(RunPass(pass, *g));
   std::string out = PrintGraph(*g);
   EXPECT_TRUE(FileCheck(out, R"(
-    CHECK: attention(q, k, v) {causal = false, scale = 0.25}
+    CHECK: attention(q, k, v) {causal = false, dropout = 0.0, offset = 0, scale = 0.25, seed = 0}
     CHECK-NOT: mul(
   )")) << out;
 }

@@ -250,7 +250,7 @@ TEST(PriorityFusionTest, TransformerBlockWithAttentionWrittenOutPlansLikeTheComp
   auto composite = testing::LoadExample("small/transformer_block");
   ASSERT_NE(composite, nullptr);
   std::string text = PrintGraph(*composite);
-  const std::string line = "  attn: bf16[1,4,7,10] = attention(q, k, v) {causal = true, scale = 0.0}\n";
+  const std::string line = "  attn: bf16[1,4,7,10] = attention(q, k, v) {causal = true, dropout = 0.0, offset = 0, scale = 0.0, seed = 0}\n";
   size_t at = text.find(line);
   ASSERT_NE(at, std::string::npos) << text;
   std::string keep;

@@ -219,6 +219,9 @@ struct Body {
   using T = __half;
   static constexpr int kD = 40, kE = 24, kS = 100, kT = 77, kG = 2;
   static constexpr bool kCausal = true, kHasMask = true, kHasLse = true;
+  static constexpr bool kDropout = true, kDropAll = false;
+  static constexpr unsigned kDropThreshold = 429496729u;
+  static constexpr float kDropScale = 1.11111116f;
   static constexpr float kScaleLog2 = 0.2f;
   static constexpr long long kSection = 3;
   static constexpr long long kQRow = 40, kKRow = 40, kVRow = 24, kORow = 24;
@@ -234,6 +237,8 @@ struct Body {
   __device__ T* O(long long b) const { return o + b * kS * kE; }
   __device__ float* Lse(long long b) const { return l + b * kS; }
   __device__ float Mask(long long b, int i, int j) const { return m[i * kT + j]; }
+  __device__ unsigned long long Seed() const { return 7ULL; }
+  __device__ unsigned long long Offset() const { return 3ULL; }
 };
 extern "C" __global__ void __launch_bounds__(128) use_attention(const __half* q, const __half* k, const __half* v,
                                                               const float* m, __half* o, float* l, void* scratch,
@@ -246,6 +251,9 @@ struct Body {
   using T = __nv_bfloat16;
   static constexpr int kD = 80, kE = 72, kS = 100, kT = 77, kG = 2;
   static constexpr bool kCausal = true, kHasMask = true, kHasLse = false;
+  static constexpr bool kDropout = true, kDropAll = false;
+  static constexpr unsigned kDropThreshold = 2147483648u;
+  static constexpr float kDropScale = 2.0f;
   static constexpr float kScaleLog2 = 0.2f;
   static constexpr long long kSection = 3;
   static constexpr long long kQRow = 80, kKRow = 80, kVRow = 72, kORow = 72;
@@ -259,6 +267,8 @@ struct Body {
   __device__ const T* V(long long b) const { return v + b * kT * kE; }
   __device__ T* O(long long b) const { return o + b * kS * kE; }
   __device__ float Mask(long long b, int i, int j) const { return m[i * kT + j]; }
+  __device__ unsigned long long Seed() const { return 7ULL; }
+  __device__ unsigned long long Offset() const { return 3ULL; }
 };
 extern "C" __global__ void __launch_bounds__(256) use_attention_sm90(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                                                    const __nv_bfloat16* v, const float* m,
