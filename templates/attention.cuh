@@ -279,7 +279,8 @@ __device__ __forceinline__ void SoftmaxStats(float (&s)[kMT][kNB][4], float (&ro
 // key tile at key0), after SoftmaxStats has summed them: probability (bq, pos, key) is element
 // i = (bq kS + pos) kT + key of docs/dropout.md, kept (times kDropScale) iff word i & 3 of the
 // Philox call of group i >> 2 reaches kDropThreshold, else 0. A lane's two keys 2t, 2t + 1 are
-// consecutive elements: one call serves both unless they straddle two groups (odd kT only).
+// consecutive elements: one call serves both unless they straddle two groups (odd kT only);
+// where kT is a multiple of 4, one call serves the four keys of a lane pair.
 // The keep bits of a row are drawn first, in a loop that is not unrolled (one Philox call's
 // registers live at a time, beside the score and output accumulators), then applied.
 template <class Body, int kMT, int kNB>
@@ -299,17 +300,34 @@ __device__ __forceinline__ void DropProbabilities(const Body& body, const Rows<B
       const unsigned long long base =
           (static_cast<unsigned long long>(rows.QBatch(row)) * Body::kS + rows.Seq(row)) * Body::kT + key0 + 2 * t;
       unsigned long long keep = 0;  // bit 2 j + c: key j * 8 + 2 t + c of the tile
+      auto bits = [](unsigned w0, unsigned w1) {
+        return static_cast<unsigned long long>((w0 >= Body::kDropThreshold ? 1u : 0u) |
+                                               (w1 >= Body::kDropThreshold ? 2u : 0u));
+      };
+      if constexpr (Body::kT % 4 == 0) {
+        // Rows start on a group of four: lanes t and t ^ 1 hold the four keys of one group in
+        // every 8-key block j. Each computes the call of every other block (t even: j even) and
+        // hands its partner the two words it needs: half the calls.
+        const int odd = t & 1;
 #pragma unroll 1
-      for (int j = 0; j < kNB; ++j) {
-        const unsigned long long i = base + j * 8;
-        const Philox4 w = DropoutWords(seed, offset, i >> 2);
-        const unsigned lane = static_cast<unsigned>(i & 3);
-        const unsigned w0 = word(w, lane);
-        const unsigned w1 = (Body::kT % 2 == 0 || lane != 3) ? word(w, lane + 1)
-                                                                : DropoutWords(seed, offset, (i + 1) >> 2).w[0];
-        keep |= static_cast<unsigned long long>((w0 >= Body::kDropThreshold ? 1u : 0u) |
-                                                (w1 >= Body::kDropThreshold ? 2u : 0u))
-                << (2 * j);
+        for (int jj = 0; jj < kNB / 2; ++jj) {
+          const int j = 2 * jj + odd;  // the block this lane draws
+          const Philox4 w = DropoutWords(seed, offset, (base + j * 8) >> 2);
+          const unsigned r0 = __shfl_xor_sync(0xffffffffu, odd ? w.w[0] : w.w[2], 1);
+          const unsigned r1 = __shfl_xor_sync(0xffffffffu, odd ? w.w[1] : w.w[3], 1);
+          keep |= bits(odd ? w.w[2] : w.w[0], odd ? w.w[3] : w.w[1]) << (2 * j);
+          keep |= bits(r0, r1) << (2 * (j ^ 1));
+        }
+      } else {
+#pragma unroll 1
+        for (int j = 0; j < kNB; ++j) {
+          const unsigned long long i = base + j * 8;
+          const Philox4 w = DropoutWords(seed, offset, i >> 2);
+          const unsigned lane = static_cast<unsigned>(i & 3);
+          const unsigned w1 = (Body::kT % 2 == 0 || lane != 3) ? word(w, lane + 1)
+                                                                  : DropoutWords(seed, offset, (i + 1) >> 2).w[0];
+          keep |= bits(word(w, lane), w1) << (2 * j);
+        }
       }
       if (Body::kDropAll) keep = 0;
 #pragma unroll
@@ -366,8 +384,11 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
     using Scratch = SplitScratch<kBM, kEP, kSplit>;
     const Scratch sc{static_cast<unsigned char*>(scratch) + (rows.b * gridDim.y + rows.qb) * Scratch::kItemBytes};
     const int split = blockIdx.z;
+    // m-tiles wholly past the rows (decoding: a group's few rows in a 64-row block) are neither
+    // published nor merged.
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
+      if (row0 + mt * 16 >= Rows<Body>::kR) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;  // the block's local row
@@ -391,6 +412,7 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
     __threadfence();  // the other splits' partials are visible
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
+      if (row0 + mt * 16 >= Rows<Body>::kR) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;

@@ -340,7 +340,7 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
 namespace {
 // Splits the key tiles of each (K/V batch, query block) item over blocks when the items alone
 // do not fill the resident blocks (AttentionBlocksPerSm of these tiles on every SM): the split,
-// each keeping at least 4 key tiles and at most 16 splits: the fewest splits whose grid keeps 90%
+// each keeping at least 4 key tiles and at most 32 splits: the fewest splits whose grid keeps 90%
 // of the slots busy over its waves (WaveFill), else the split that keeps the most. A decoding
 // grid that spills a few blocks into a second wave runs that wave at a fraction of the memory
 // bandwidth (measured, H200: 32 x 4 batches of 8192 keys, 384 blocks on 264 slots 183.0 us, 256
@@ -350,7 +350,7 @@ int SplitFor(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpe
   const int64_t slots = static_cast<int64_t>(device.sm_count) * AttentionBlocksPerSm(plan, t, device);
   if (items >= slots) return 1;
   const int64_t tiles = (plan.T + t.block_n - 1) / t.block_n;
-  const int most = static_cast<int>(std::clamp<int64_t>(tiles / 4, 1, 16));
+  const int most = static_cast<int>(std::clamp<int64_t>(tiles / 4, 1, 32));
   auto filled = [&](int split) { return WaveFill(items * split, slots); };
   int best = 1;
   for (int split = 1; split <= most; ++split) {
@@ -421,8 +421,10 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
     add(t);
   }
   if (plan.group * plan.S <= 64) {
-    // Decoding streams K and V through one m-tile: deeper pipelines keep more bytes in flight.
-    for (AttentionTiles t : {AttentionTiles{64, 32, 4, 3}, AttentionTiles{64, 32, 4, 4}}) {
+    // Decoding streams K and V through one m-tile: deeper pipelines keep more bytes in flight,
+    // and one-warp blocks of 16 rows fit more blocks (more warps computing) on an SM.
+    for (AttentionTiles t : {AttentionTiles{64, 32, 4, 3}, AttentionTiles{64, 32, 4, 4}, AttentionTiles{16, 64, 1, 2},
+                             AttentionTiles{16, 32, 1, 3}, AttentionTiles{16, 64, 1, 3}}) {
       t.split = SplitFor(plan, t, device);
       add(t);
     }

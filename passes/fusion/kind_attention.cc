@@ -110,6 +110,30 @@ constexpr double kDropoutOpsPerScore = 45;
 constexpr double kWgmmaCausalRate = 0.95;
 constexpr double kWgmmaBlockUs = 3.0;
 
+// The time to move e's bytes, the blocks streaming them in waves of the resident slots (sm_count
+// x blocks_per_sm): a block keeps about one key tile in flight, so it draws at most its share of
+// what an SM's blocks draw (sm_bytes_per_us / blocks_per_sm), and a wave moves its blocks'
+// share of the bytes at the smaller of that sum and the copy rate. A last wave of a few blocks
+// is slow: measured on the H200 (decoding, 537 MB of K and V), 384 blocks on 264 slots 183.0
+// us (this model: 186), 256 blocks 143.5 us (140); one K/V head of 8 query heads over 20000 keys
+// is 16 blocks, not the copy rate.
+double StreamUs(const DeviceSpec& device, const RunTimeEstimate& e, int blocks_per_sm) {
+  const double bytes = static_cast<double>(e.bytes_read + e.bytes_written + e.wasted_bytes);
+  const int64_t slots = static_cast<int64_t>(device.sm_count) * std::max(1, blocks_per_sm);
+  const double per_block = device.sm_bytes_per_us / std::max(1, blocks_per_sm);
+  const int64_t blocks = std::max<int64_t>(e.blocks, 1), full = blocks / slots, rest = blocks % slots;
+  double us = 0;
+  if (full > 0) {
+    us += bytes * static_cast<double>(full * slots) / static_cast<double>(blocks) /
+          std::min(device.dram_bytes_per_us, per_block * static_cast<double>(slots));
+  }
+  if (rest > 0) {
+    us += bytes * static_cast<double>(rest) / static_cast<double>(blocks) /
+          std::min(device.dram_bytes_per_us, per_block * static_cast<double>(rest));
+  }
+  return us;
+}
+
 RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   RunTimeEstimate e = TrafficAndWork(region);
   e.transcendentals = 0;
@@ -132,10 +156,7 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
     rate = device.attention_wgmma_flops_per_us * (plan.causal ? kWgmmaCausalRate : 1.0);
   }
   FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
-  // Streaming K and V at the copy rate takes whole waves of the resident blocks: a last wave
-  // of a few blocks does not reach it (decoding, H200: 384 blocks on 264 slots 183 us, 256 of
-  // 264 143.5 us, for the same bytes).
-  e.memory_us /= WaveFill(e.blocks, static_cast<int64_t>(device.sm_count) * AttentionBlocksPerSm(plan, tiles, device));
+  e.memory_us = StreamUs(device, e, AttentionBlocksPerSm(plan, tiles, device));
   // The longest block alone, at its SM's share of the whole kernel's rate (products and
   // exponentials).
   const double block_rate = e.flops / std::max(e.compute_us, 1e-9) / device.sm_count / per_sm;
