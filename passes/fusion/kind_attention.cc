@@ -3,6 +3,7 @@
 // cover never reaches fusion: lower_attention rewrites it into matmul, softmax and matmul
 // first, keyed on AttentionTemplateCovers.
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -102,11 +103,13 @@ FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& me
 // 16 shapes of bench/attention.py (S 1024-16384, D 64 and 128, causal or not, bf16) on the
 // lent H200 (bench/results/2026-11-26-h200-session12): every one within 7%.
 constexpr double kF32ProductCost = 6;
-// Dropout on the probabilities: a Philox4x32-10 call (10 rounds of 2 IMAD.HI, 2 IMAD and about
-// 4 logic ops) per lane's pair of keys, plus the compare and select: about 45 integer ops per
-// score, at a quarter of the f32 FLOP rate (IMAD issues at half FFMA's rate; FLOPs count an
-// FMA as 2). Added to the products: the ALU work does not overlap them well. Not yet measured.
-constexpr double kDropoutOpsPerScore = 45;
+// Dropout on the probabilities: a Philox4x32-10 call (10 rounds of about 8 integer
+// instructions) per four scores, plus the compares and selects, at a quarter of the f32 FLOP
+// rate (IMAD issues at half FFMA's rate; FLOPs count an FMA as 2), added to the products (the
+// ALU work overlaps them little). Fitted on the lent H100 (bench/results/2026-11-27-session13):
+// p = 0.1 added 1.30-1.42 us per million scores to S 4096, D 64 causal and D 128 full, 20 ops a
+// score at this rate.
+constexpr double kDropoutOpsPerScore = 20;
 constexpr double kWgmmaCausalRate = 0.95;
 constexpr double kWgmmaBlockUs = 3.0;
 
@@ -158,8 +161,11 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
   e.memory_us = StreamUs(device, e, AttentionBlocksPerSm(plan, tiles, device));
   // The longest block alone, at its SM's share of the whole kernel's rate (products and
-  // exponentials).
-  const double block_rate = e.flops / std::max(e.compute_us, 1e-9) / device.sm_count / per_sm;
+  // exponentials): one block does not fill an SM, so a block sharing it with per_sm - 1 others
+  // runs at 1 / sqrt(per_sm) of the SM's rate, not 1 / per_sm (fitted: transformer_block's
+  // causal attention, 16 x 2048 rows of D 64, wgmma 128 x 64 at two blocks an SM, measured
+  // 42.4 us on the lent H100 where the plain share predicted 56.4 and this 41.3).
+  const double block_rate = e.flops / std::max(e.compute_us, 1e-9) / device.sm_count / std::sqrt(static_cast<double>(per_sm));
   const double longest = 2.0 * std::min<int64_t>(tiles.block_m, (plan.group * plan.S + 15) / 16 * 16) *
                          ((plan.T + tiles.block_n - 1) / tiles.block_n * tiles.block_n) * (plan.D + plan.E) /
                          tiles.split;
