@@ -344,7 +344,7 @@ namespace {
 // of the slots busy over its waves (WaveFill), else the split that keeps the most. A decoding
 // grid that spills a few blocks into a second wave runs that wave at a fraction of the memory
 // bandwidth (measured, H200: 32 x 4 batches of 8192 keys, 384 blocks on 264 slots 183.0 us, 256
-// blocks 143.5 us; bench/results/2026-11-27-h200-session13).
+// blocks 143.5 us; bench/results/2026-11-27-session13.md).
 int SplitFor(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
   const int64_t items = (plan.batch / plan.group) * AttentionQueryBlocks(plan, t);
   const int64_t slots = static_cast<int64_t>(device.sm_count) * AttentionBlocksPerSm(plan, t, device);
@@ -423,8 +423,9 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
   if (plan.group * plan.S <= 64) {
     // Decoding streams K and V through one m-tile: deeper pipelines keep more bytes in flight,
     // and one-warp blocks of 16 rows fit more blocks (more warps computing) on an SM.
-    for (AttentionTiles t : {AttentionTiles{64, 32, 4, 3}, AttentionTiles{64, 32, 4, 4}, AttentionTiles{16, 64, 1, 2},
-                             AttentionTiles{16, 32, 1, 3}, AttentionTiles{16, 64, 1, 3}}) {
+    // 64 x 128 on 4 warps is FlashAttention-2's split-KV tile at D 128 (one block an SM).
+    for (AttentionTiles t : {AttentionTiles{64, 32, 4, 3}, AttentionTiles{64, 32, 4, 4}, AttentionTiles{64, 128, 4, 2},
+                             AttentionTiles{16, 64, 1, 2}, AttentionTiles{16, 32, 1, 3}, AttentionTiles{16, 64, 1, 3}}) {
       t.split = SplitFor(plan, t, device);
       add(t);
     }

@@ -193,7 +193,8 @@ class RegionTimer {
     for (size_t c = 1; c < out->us.size(); ++c) {
       if (out->us[c] < out->us[out->chosen]) out->chosen = static_cast<int>(c);
     }
-    if (out->chosen != 0 && out->us[out->chosen] > out->us[0] * (1.0 - options_.min_gain)) out->chosen = 0;
+    const double gain = out->us[0] > options_.long_kernel_us ? options_.long_min_gain : options_.min_gain;
+    if (out->chosen != 0 && out->us[out->chosen] > out->us[0] * (1.0 - gain)) out->chosen = 0;
     return absl::OkStatus();
   }
 
