@@ -38,7 +38,10 @@ TEST(MatchAttentionTest, ScaledMaskedChainBecomesOneAttentionOp) {
 // constant seed before a run-time offset stays an operand (they are positional); a constant
 // offset becomes the attribute.
 TEST(MatchAttentionTest, DropoutOfTheProbabilitiesFoldsIntoAttention) {
-  auto g = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4], off: i64[]) {
+  // The offset: a graph input, or (`constant_offset`) a constant.
+  auto graph = [](bool constant_offset) {
+    return Parse(std::string("graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]") +
+                 (constant_offset ? ") {\n    off: i64[] = constant() {data = [5]}\n" : ", off: i64[]) {\n") + R"(
     kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
     s: f32[2,3,3] = matmul(q, kt)
     p: f32[2,3,3] = softmax(s) {axis = 2}
@@ -47,7 +50,9 @@ TEST(MatchAttentionTest, DropoutOfTheProbabilitiesFoldsIntoAttention) {
     y: f32[2,3,4] = matmul(d, v)
     return y
   })");
+  };
   MatchAttention pass;
+  auto g = graph(false);
   EXPECT_TRUE(RunPass(pass, *g));
   std::string out = PrintGraph(*g);
   EXPECT_TRUE(FileCheck(out, R"(
@@ -55,16 +60,7 @@ TEST(MatchAttentionTest, DropoutOfTheProbabilitiesFoldsIntoAttention) {
     CHECK-NOT: dropout(
   )")) << out;
 
-  auto c = Parse(R"(graph g(q: f32[2,3,4], k: f32[2,3,4], v: f32[2,3,4]) {
-    kt: f32[2,4,3] = transpose(k) {perm = [0, 2, 1]}
-    s: f32[2,3,3] = matmul(q, kt)
-    p: f32[2,3,3] = softmax(s) {axis = 2}
-    seed: i64[] = constant() {data = [9]}
-    off: i64[] = constant() {data = [5]}
-    d: f32[2,3,3] = dropout(p, seed, off) {p = 0.25}
-    y: f32[2,3,4] = matmul(d, v)
-    return y
-  })");
+  auto c = graph(true);
   EXPECT_TRUE(RunPass(pass, *c));
   out = PrintGraph(*c);
   EXPECT_TRUE(FileCheck(out, "CHECK: attention(q, k, v) {causal = false, dropout = 0.25, offset = 5, scale = 1.0, seed = 9}"))
