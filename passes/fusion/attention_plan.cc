@@ -339,9 +339,9 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
 
 namespace {
 // Splits the key tiles of each (K/V batch, query block) item over blocks when the items alone
-// do not fill the resident blocks (AttentionBlocksPerSm of these tiles on every SM): the split,
-// each keeping at least 4 key tiles and at most 32 splits: the fewest splits whose grid keeps 90%
-// of the slots busy over its waves (WaveFill), else the split that keeps the most. A decoding
+// do not fill the resident slots (AttentionBlocksPerSm of these tiles on every SM). Of the
+// splits up to 32 that leave each block at least 4 key tiles: the fewest whose grid keeps 90%
+// of the slots busy over its waves (WaveFill), else the one that keeps the most. A decoding
 // grid that spills a few blocks into a second wave runs that wave at a fraction of the memory
 // bandwidth (measured, H200: 32 x 4 batches of 8192 keys, 384 blocks on 264 slots 183.0 us, 256
 // blocks 143.5 us; bench/results/2026-11-27-session13.md).
