@@ -310,9 +310,9 @@ absl::StatusOr<Tensor> EvalCrossEntropy(const Node& node, const Tensor& logits, 
 // whose scores are all -inf (fully masked) outputs zeros: FlashAttention's convention, which
 // avoids NaN (plain softmax would give 0 / 0). With a dropout, y_i = sum_j keep_ij p_j s v_j:
 // the sum normalising p counts every key, dropped or not (dropout after softmax).
-// attention_lse (no v) gives each row's log-sum-exp, mx + ln(sum_j e^(s_j - mx)), and +inf for a fully masked row (so that a backward's
-// e^(s - lse) is 0 there, as in FlashAttention). Rows are split across workers; each worker
-// holds one head's K (transposed) and V in double.
+// attention_lse (no v) gives each row's log-sum-exp, mx + ln(sum_j e^(s_j - mx)), and +inf for
+// a fully masked row (so that a backward's e^(s - lse) is 0 there, as in FlashAttention). Rows
+// are split across workers; each worker holds one head's K (transposed) and V in double.
 absl::StatusOr<Tensor> EvalAttention(const Node& node, const std::vector<const Tensor*>& args) {
   const bool lse = node.op() == OpKind::kAttentionLse;
   const Tensor &q = *args[0], &k = *args[1];
