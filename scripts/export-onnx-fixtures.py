@@ -6,13 +6,16 @@ repository root; no network is needed:
     python3 scripts/export-onnx-fixtures.py [--out tests/frontends/onnx_fixtures] [--only NAME]
 
 Modules (hidden 64, fixed seeds; about 41K-50K f32 parameters each, so a model.onnx with its
-weights inline is 25-235 KB and the 23 fixtures with inputs and outputs take about 4.8 MB):
+weights inline is 25-235 KB and the 27 fixtures with inputs and outputs take about 5.8 MB):
   gpt2_sdpa       LayerNorm, causal attention with F.scaled_dot_product_attention, GELU MLP
   gpt2_manual     the same block with attention written as matmul + masked_fill + softmax
   gpt2_tanh       gpt2_sdpa with GELU(approximate="tanh")
   gpt2_dropout    gpt2_sdpa in training mode with dropout (p = 0.1) on the MLP output; it
                   returns (y, h, m) with y = h + dropout(m), so the test can check that
                   y - h is 0 or m / (1 - p) elementwise (kiln's Philox mask cannot equal torch's)
+  gpt2_attn_dropout  gpt2_manual in training mode with dropout (p = 0.1) on the attention
+                  probabilities (nanoGPT's attn_dropout); torch's mask cannot equal kiln's, so
+                  the test compares kiln's fused attention with kiln's unfused graph instead
   llama           RMSNorm + causal SDPA attention + SwiGLU MLP (Llama-style block)
   ce_head         a linear head and F.cross_entropy (ignore_index=-100), returning (loss, logits)
 Exporters: the dynamo-based one (torch.onnx.export(dynamo=True)) at opsets 18, 20 and 23, and
@@ -48,11 +51,12 @@ TS_OPSET = 18
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, manual=False):
+    def __init__(self, manual=False, attn_dropout=0.0):
         super().__init__()
         self.qkv = nn.Linear(HIDDEN, 3 * HIDDEN)
         self.proj = nn.Linear(HIDDEN, HIDDEN)
         self.manual = manual
+        self.attn_dropout = nn.Dropout(attn_dropout)
 
     def forward(self, x):
         b, s, h = x.shape
@@ -62,17 +66,17 @@ class CausalSelfAttention(nn.Module):
             scores = (q @ k.transpose(-2, -1)) * (1.0 / (h // HEADS) ** 0.5)
             mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=x.device), diagonal=1)
             scores = scores.masked_fill(mask, float("-inf"))
-            y = torch.softmax(scores, dim=-1) @ v
+            y = self.attn_dropout(torch.softmax(scores, dim=-1)) @ v
         else:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(b, s, h))
 
 
 class Gpt2Block(nn.Module):
-    def __init__(self, manual=False, approximate="none", dropout=0.0):
+    def __init__(self, manual=False, approximate="none", dropout=0.0, attn_dropout=0.0):
         super().__init__()
         self.ln1 = nn.LayerNorm(HIDDEN)
-        self.attn = CausalSelfAttention(manual)
+        self.attn = CausalSelfAttention(manual, attn_dropout)
         self.ln2 = nn.LayerNorm(HIDDEN)
         self.fc1 = nn.Linear(HIDDEN, 4 * HIDDEN)
         self.fc2 = nn.Linear(4 * HIDDEN, HIDDEN)
@@ -131,6 +135,8 @@ def make(name):
         return Gpt2Block(approximate="tanh"), (x,), False
     if name == "gpt2_dropout":
         return Gpt2Block(dropout=0.1), (x,), True
+    if name == "gpt2_attn_dropout":
+        return Gpt2Block(manual=True, attn_dropout=0.1), (x,), True
     if name == "llama":
         return LlamaBlock(), (x,), False
     if name == "ce_head":
@@ -140,7 +146,7 @@ def make(name):
     raise ValueError(name)
 
 
-NAMES = ("gpt2_sdpa", "gpt2_manual", "gpt2_tanh", "gpt2_dropout", "llama", "ce_head")
+NAMES = ("gpt2_sdpa", "gpt2_manual", "gpt2_tanh", "gpt2_dropout", "gpt2_attn_dropout", "llama", "ce_head")
 
 
 def save_tensor(array, path):
@@ -204,7 +210,7 @@ def export_one(name, opset, dynamo, out_root):
             if note:
                 f.write(f"onnxruntime = {note}\n")
             if training:
-                f.write("dropout_p = 0.1\n")
+                f.write(f"{'attention_' if name == 'gpt2_attn_dropout' else ''}dropout_p = 0.1\n")
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         size = os.path.getsize(os.path.join(final, "model.onnx"))
