@@ -104,16 +104,17 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
     absl::StrAppend(&body, "  static constexpr unsigned kDropThreshold = ", DropoutThreshold(plan.dropout),
                     "u;\n  static constexpr float kDropScale = ",
                     plan.dropout >= 1 ? "0.0f" : FloatLiteral(DropoutScale(plan.dropout)), ";\n");
-    const std::pair<const char*, std::pair<const Node*, uint64_t>> seeds[] = {
-        {"Seed", {plan.seed, plan.seed_value}}, {"Offset", {plan.offset, plan.offset_value}}};
-    for (const auto& [name, source] : seeds) {
-      const auto& [node, value] = source;
-      absl::StrAppend(&body, "  __device__ __forceinline__ unsigned long long ", name, "() const { return ",
-                      node == nullptr ? absl::StrCat(value, "ULL")
-                                      : absl::StrCat("static_cast<unsigned long long>(static_cast<long long>(",
-                                                     in_names.at(node), "[0]))"),
-                      "; }", node == nullptr ? "" : absl::StrCat("  // ", node->name()), "\n");
-    }
+    // Seed() and Offset(): the run-time operand (an i32 is sign-extended) or the attribute.
+    auto accessor = [&](const char* name, const Node* node, uint64_t value) {
+      const std::string read =
+          node == nullptr ? absl::StrCat(value, "ULL")
+                          : absl::StrCat("static_cast<unsigned long long>(static_cast<long long>(", in_names.at(node),
+                                         "[0]))  /* ", node->name(), " */");
+      absl::StrAppend(&body, "  __device__ __forceinline__ unsigned long long ", name, "() const { return ", read,
+                      "; }\n");
+    };
+    accessor("Seed", plan.seed, plan.seed_value);
+    accessor("Offset", plan.offset, plan.offset_value);
   } else {
     absl::StrAppend(&body, "  static constexpr bool kDropout = false;\n");
   }

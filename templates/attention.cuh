@@ -289,9 +289,6 @@ __device__ __forceinline__ void DropProbabilities(const Body& body, const Rows<B
   constexpr int kR = Rows<Body>::kR;
   static_assert(2 * kNB <= 64, "a row's keep bits fit 64 bits (key tiles up to 256)");
   const unsigned long long seed = body.Seed(), offset = body.Offset();
-  auto word = [](const Philox4& w, unsigned lane) {
-    return lane == 0 ? w.w[0] : lane == 1 ? w.w[1] : lane == 2 ? w.w[2] : w.w[3];
-  };
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -324,9 +321,9 @@ __device__ __forceinline__ void DropProbabilities(const Body& body, const Rows<B
           const unsigned long long i = base + j * 8;
           const Philox4 w = DropoutWords(seed, offset, i >> 2);
           const unsigned lane = static_cast<unsigned>(i & 3);
-          const unsigned w1 = (Body::kT % 2 == 0 || lane != 3) ? word(w, lane + 1)
+          const unsigned w1 = (Body::kT % 2 == 0 || lane != 3) ? PhiloxWord(w, lane + 1)
                                                                   : DropoutWords(seed, offset, (i + 1) >> 2).w[0];
-          keep |= bits(word(w, lane), w1) << (2 * j);
+          keep |= bits(PhiloxWord(w, lane), w1) << (2 * j);
         }
       }
       if (Body::kDropAll) keep = 0;

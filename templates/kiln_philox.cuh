@@ -60,6 +60,11 @@ __device__ __forceinline__ Philox4 DropoutWords(unsigned long long seed, unsigne
   return Philox4x32_10(c, static_cast<unsigned int>(seed), static_cast<unsigned int>(seed >> 32));
 }
 
+// Word `lane` (0..3) of a call: the one that serves element 4 g + lane.
+__device__ __forceinline__ unsigned int PhiloxWord(const Philox4& w, unsigned int lane) {
+  return lane == 0 ? w.w[0] : lane == 1 ? w.w[1] : lane == 2 ? w.w[2] : w.w[3];
+}
+
 // Whether logical element i is kept. kAll: p == 0 (keep all); kNone: p == 1 (drop all);
 // otherwise word (i & 3) of group (i >> 2) compared with the threshold.
 __device__ __forceinline__ bool DropoutKeep(unsigned long long seed, unsigned long long offset,
@@ -67,10 +72,7 @@ __device__ __forceinline__ bool DropoutKeep(unsigned long long seed, unsigned lo
                                             bool keep_all, bool drop_all) {
   if (drop_all) return false;
   if (keep_all) return true;
-  const Philox4 words = DropoutWords(seed, offset, i >> 2);
-  const unsigned int lane = static_cast<unsigned int>(i & 3);
-  const unsigned int word = lane == 0 ? words.w[0] : lane == 1 ? words.w[1] : lane == 2 ? words.w[2] : words.w[3];
-  return word >= threshold;
+  return PhiloxWord(DropoutWords(seed, offset, i >> 2), static_cast<unsigned int>(i & 3)) >= threshold;
 }
 
 // y = keep ? x * s : +0 (a select, so a dropped NaN or inf gives +0).

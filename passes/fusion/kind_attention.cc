@@ -148,6 +148,7 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   const AttentionTiles tiles = DefaultAttentionTiles(plan, device);
   e.flops = plan.Flops(tiles.block_m, tiles.block_n);
   e.blocks = plan.batch / plan.group * AttentionQueryBlocks(plan, tiles) * tiles.split;
+  const double scores = e.flops / (2.0 * static_cast<double>(plan.D + plan.E));  // as the tiles compute them
   // f32 runs three TF32 products per product, each at half the 16-bit rate (m16n8k8 against
   // m16n8k16 in the same issue slots).
   double rate = ByteSize(plan.attention->dtype()) == 4 ? device.attention_flops_per_us / kF32ProductCost
@@ -155,7 +156,7 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   const int64_t per_sm = std::min<int64_t>(AttentionBlocksPerSm(plan, tiles, device),
                                           (e.blocks + device.sm_count - 1) / device.sm_count);
   if (tiles.wgmma) {
-    e.transcendentals = e.flops / (2.0 * static_cast<double>(plan.D + plan.E));  // one exponential per score
+    e.transcendentals = scores;  // one exponential per score
     rate = device.attention_wgmma_flops_per_us * (plan.causal ? kWgmmaCausalRate : 1.0);
   }
   FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
@@ -174,7 +175,6 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
   }
   e.compute_us = std::max(e.compute_us, longest / block_rate);
   if (plan.dropout > 0 && device.f32_flops_per_us > 0) {
-    const double scores = e.flops / (2.0 * static_cast<double>(plan.D + plan.E));
     e.compute_us += scores * kDropoutOpsPerScore / (device.f32_flops_per_us / 4);
   }
   e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
