@@ -7,11 +7,13 @@
 namespace kiln {
 
 absl::StatusOr<int64_t> PrepareKernel(const CudaDriver& cu, CUfunction function, const LaunchShape& shape) {
-  if (shape.dynamic_smem_bytes > 48 * 1024) {
+  if (shape.dynamic_smem_bytes > 0) {
+    // Raised whenever there is dynamic shared memory, not only past 48 KB: the 48 KB a launch
+    // may take without it counts the kernel's static shared memory too, so 48 KB of dynamic
+    // memory beside a static flag fails with CUDA_ERROR_INVALID_VALUE (seen: the attention
+    // kernel's 128 aligned static bytes and a 64x64 tile of 3 stages, exactly 48 KB).
     KILN_CU_RETURN_IF_ERROR(cu.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                   shape.dynamic_smem_bytes));
-  }
-  if (shape.dynamic_smem_bytes > 0) {
     // The whole unified L1 as shared memory: the driver otherwise picks a carveout that may fit
     // one block where two fit (measured: a 104 KB attention block ran alone on an H100 SM).
     KILN_CU_RETURN_IF_ERROR(cu.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,

@@ -12,7 +12,7 @@
 
 namespace kiln {
 
-// Readies a loaded kernel for its shape (raises its dynamic shared memory limit past 48 KB,
+// Readies a loaded kernel for its shape (raises its dynamic shared memory limit to the shape's,
 // allows non-portable cluster sizes) and returns the x extent to launch with for `count`:
 // the shape's grid, or for a cooperative kernel at most what is resident on this GPU at once
 // (a multiple of grid_multiple; an error when not even one group fits).

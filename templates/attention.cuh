@@ -159,11 +159,33 @@ __device__ __forceinline__ void LoadRows(const Place& place, int row0, int cols_
   }
 }
 
-// LoadRows into plain rows of kStride elements (the mma.sync kernel's padded rows).
-template <int kRows, int kCols, int kStride, int kThreads, class T, class RowPtr>
+// Shared-memory rows of kCols elements for the mma.sync kernel. A row of a multiple of 8
+// 16-byte chunks is stored unpadded with its chunk c at c ^ (r % 8) (an XOR swizzle); another
+// width is padded by one chunk. Either way the 8 rows that one ldmatrix phase reads at the same
+// column hit 8 distinct bank groups. The swizzle matters for the loads too: the 8 lanes of a
+// quarter warp copy one 128-byte line of global memory with cp.async, and only when they write
+// one aligned 128-byte line of shared memory does that make one L2 request of 4 sectors. Into
+// rows padded by 16 bytes the same line took 2.6 requests and 6 sectors (half its sectors
+// fetched twice), and streaming 4 GiB took 8% longer (H200, bench/results/2026-11-27-session14).
+// f32 rows stay padded: its 3xTF32 products, not its loads, bound that kernel, and the XORed
+// column of its scalar V reads takes registers that D 256 does not have (ptxas spills).
+template <class T, int kCols>
+struct RowLayout {
+  static constexpr int kVec = 16 / sizeof(T);
+  static constexpr bool kSwizzled = sizeof(T) == 2 && kCols / kVec % 8 == 0;
+  static constexpr int kStride = kSwizzled ? kCols : kCols + kVec;  // elements from row to row
+  static_assert(kCols % kVec == 0, "rows are whole 16-byte chunks");
+  // Element (r, col)'s offset: the swizzle XORs the chunk index, col's bits above the chunk's.
+  __device__ __forceinline__ static int At(int r, int col) {
+    return r * kStride + (kSwizzled ? col ^ ((r % 8) * kVec) : col);
+  }
+};
+
+// LoadRows into the rows of RowLayout<T, kCols>.
+template <int kRows, int kCols, int kThreads, class T, class RowPtr>
 __device__ __forceinline__ void LoadTile(T* smem, int row0, int cols_valid, const RowPtr& row_ptr) {
-  LoadRows<kRows, kCols, kThreads, T>([&](int r, int col) { return smem + r * kStride + col; }, row0, cols_valid,
-                                      row_ptr);
+  LoadRows<kRows, kCols, kThreads, T>([&](int r, int col) { return smem + RowLayout<T, kCols>::At(r, col); }, row0,
+                                      cols_valid, row_ptr);
 }
 
 
@@ -472,12 +494,14 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   // kVec elements make 16 bytes (one cp.async, one ldmatrix row); a product's k step is 32
   // bytes: kStep elements (m16n8k16 for 16-bit types, m16n8k8 for f32).
   constexpr int kVec = 16 / sizeof(T), kStep = 2 * kVec;
-  constexpr int kQS = kDP + kVec, kKS = kDP + kVec, kVS = kEP + kVec;  // rows padded by 16 bytes: conflict-free
+  using QK = attn::RowLayout<T, kDP>;  // Q's and K's rows in shared memory
+  using VL = attn::RowLayout<T, kEP>;  // V's
+  constexpr int kQS = QK::kStride, kKS = QK::kStride, kVS = VL::kStride;
   constexpr int kR = attn::Rows<Body>::kR;                             // query rows of one K/V batch
   static_assert(Body::kD % kVec == 0 && Body::kE % kVec == 0, "head dims are whole 16-byte chunks");
   static_assert(Body::kS >= 1 && Body::kT >= 1 && Body::kG >= 1, "attention over empty sequences is not launched");
 
-  extern __shared__ __align__(16) unsigned char attention_smem[];
+  extern __shared__ __align__(128) unsigned char attention_smem[];
   T* sQ = reinterpret_cast<T*>(attention_smem);
   T* sK = sQ + kBM * kQS;
   T* sV = sK + kStages * kBN * kKS;
@@ -502,14 +526,14 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
 
   auto load_kv = [&](int tile) {
     const int stage = tile % kStages;
-    attn::LoadTile<kBN, kDP, kKS, kThreads>(sK + stage * kBN * kKS, tile * kBN, Body::kD, [&](int j) {
+    attn::LoadTile<kBN, kDP, kThreads>(sK + stage * kBN * kKS, tile * kBN, Body::kD, [&](int j) {
       return j < Body::kT ? k + j * Body::kKRow : nullptr;
     });
-    attn::LoadTile<kBN, kEP, kVS, kThreads>(sV + stage * kBN * kVS, tile * kBN, Body::kE, [&](int j) {
+    attn::LoadTile<kBN, kEP, kThreads>(sV + stage * kBN * kVS, tile * kBN, Body::kE, [&](int j) {
       return j < Body::kT ? v + j * Body::kVRow : nullptr;
     });
   };
-  attn::LoadTile<kBM, kDP, kQS, kThreads>(sQ, m0, Body::kD, [&](int r) {
+  attn::LoadTile<kBM, kDP, kThreads>(sQ, m0, Body::kD, [&](int r) {
     return r < kR ? body.Q(rows.QBatch(r)) + rows.Seq(r) * Body::kQRow : nullptr;
   });
 #pragma unroll
@@ -548,7 +572,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
         for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
           for (int kk = 0; kk < kDP / kStep; ++kk) {
-            attn::LdMatrixX4(qf[mt][kk], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * kStep + a_col);
+            attn::LdMatrixX4(qf[mt][kk], sQ + QK::At(warp * 16 * kMT + mt * 16 + a_row, kk * kStep + a_col));
           }
         }
       }
@@ -576,7 +600,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     auto load_step = [&](int kk, int buf) {
 #pragma unroll
       for (int nb = 0; nb < kBN / 16; ++nb) {
-        attn::LdMatrixX4(kf[buf][nb], cK + (nb * 16 + kb_row) * kKS + kk * kStep + kb_col);
+        attn::LdMatrixX4(kf[buf][nb], cK + QK::At(nb * 16 + kb_row, kk * kStep + kb_col));
       }
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
@@ -584,7 +608,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
 #pragma unroll
           for (int r = 0; r < 4; ++r) qa[buf][mt][r] = qf[mt][kk][r];
         } else {
-          attn::LdMatrixX4(qa[buf][mt], sQ + (warp * 16 * kMT + mt * 16 + a_row) * kQS + kk * kStep + a_col);
+          attn::LdMatrixX4(qa[buf][mt], sQ + QK::At(warp * 16 * kMT + mt * 16 + a_row, kk * kStep + a_col));
         }
       }
     };
@@ -615,7 +639,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
       const int vb_row = ((lane / 8) % 2) * 8 + lane % 8, vb_col = (lane / 16) * 8;
       unsigned vf[3][4];
       auto load_v = [&](int i) {
-        attn::LdMatrixX4Trans(vf[i % 3], cV + ((i / kEB) * 16 + vb_row) * kVS + (i % kEB) * 16 + vb_col);
+        attn::LdMatrixX4Trans(vf[i % 3], cV + VL::At((i / kEB) * 16 + vb_row, (i % kEB) * 16 + vb_col));
       };
       load_v(0);
       if (kVSteps > 1) load_v(1);
@@ -638,8 +662,9 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
       // f32: o += p v in k8 steps of 8 keys. Lane (g, t) holds the probabilities of keys 2t and
       // 2t + 1 (rows g, g + 8) of 8-key block j; m16n8k8 takes them as its k = t and t + 4,
       // which permutes the step's keys, and V's fragment is read with the same permutation:
-      // b0, b1 = V rows 2t and 2t + 1 at column g, two 32-bit loads (kVS is 4 mod 16 words,
-      // so the 32 lanes hit 32 banks). The sum over keys does not depend on their order.
+      // b0, b1 = V rows 2t and 2t + 1 at column g, two 32-bit loads (f32 rows are padded: they
+      // start 4 words apart mod 32, so the 32 lanes hit 32 banks). The sum over keys does not
+      // depend on their order.
 #pragma unroll
       for (int j = 0; j < kBN / 8; ++j) {
         unsigned pa[kMT][4];
@@ -650,6 +675,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
           pa[mt][2] = __float_as_uint(s[mt][j][1]);
           pa[mt][3] = __float_as_uint(s[mt][j][3]);
         }
+        static_assert(!VL::kSwizzled, "f32 rows are padded");
         const T* vrow = cV + (j * 8 + 2 * t) * kVS + g;
 #pragma unroll
         for (int e = 0; e < kEP / 8; ++e) {

@@ -280,8 +280,11 @@ int64_t AttentionSmemBytes(const AttentionPlan& plan, const AttentionTiles& t) {
     const int64_t d = PaddedHeadDim(t, plan.D), e = PaddedHeadDim(t, plan.E);
     return 2 * (t.block_m * d + t.stages * t.block_n * (d + e)) + 1024;
   }
-  const int64_t bytes = ByteSize(plan.attention->dtype()), pad = 16 / bytes;
-  const int64_t q_row = PaddedHeadDim(plan.D) + pad, v_row = PaddedHeadDim(plan.E) + pad;
+  // attn::RowLayout: 16-bit rows of a multiple of 8 16-byte chunks are swizzled, the others
+  // padded by one chunk.
+  const int64_t bytes = ByteSize(plan.attention->dtype());
+  auto row = [&](int64_t cols) { return bytes == 2 && cols * bytes % 128 == 0 ? cols : cols + 16 / bytes; };
+  const int64_t q_row = row(PaddedHeadDim(plan.D)), v_row = row(PaddedHeadDim(plan.E));
   return bytes * (t.block_m * q_row + t.stages * t.block_n * (q_row + v_row));
 }
 
@@ -323,7 +326,9 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
                                                                   " warps: one 16-row m-tile a warp (the 3xTF32 splits "
                                                                   "take the registers of a second)"));
   }
-  const int64_t smem = AttentionSmemBytes(plan, t);
+  // The mma.sync kernel's static shared memory (a split's flag) takes 128 bytes: its dynamic
+  // rows start 128-byte aligned (attn::RowLayout), and a block's opt-in maximum counts both.
+  const int64_t smem = AttentionSmemBytes(plan, t) + (t.wgmma ? 0 : 128);
   if (smem > device.smem_per_block_bytes) {
     return FusionDecision::Forbid("attention-smem", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " need ", smem,
                                                                  " bytes of shared memory; a block has ",
