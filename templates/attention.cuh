@@ -208,16 +208,37 @@ struct Rows {
   int qb;  // the query block in launch order: 0 holds the last rows (the longest causal block)
   __device__ __forceinline__ int Seq(int r) const { return kG == 1 ? r : r % kS; }
   __device__ __forceinline__ long long QBatch(int r) const { return kG == 1 ? b : b * kG + r / kS; }
+  // Whether row r exists: a block's rows may end past the last row, and causal blocks may start
+  // before row 0 (FirstRow).
+  __device__ __forceinline__ static bool Has(int r) { return (!Body::kCausal || r >= 0) && r < kR; }
+  // Whether any of rows [lo, hi] exists.
+  __device__ __forceinline__ static bool AnyOf(int lo, int hi) { return lo < kR && (!Body::kCausal || hi >= 0); }
+  // The nearest row that exists: rows that do not are computed like it and never stored.
+  __device__ __forceinline__ static int Clamp(int r) { return min(Body::kCausal ? max(r, 0) : r, kR - 1); }
   // The largest / smallest query position among rows [lo, hi] (clamped to the rows there are).
   __device__ __forceinline__ int MaxSeq(int lo, int hi) const {
+    if constexpr (Body::kCausal) lo = max(lo, 0);
     hi = min(hi, kR - 1);
     return (kG == 1 || lo / kS == hi / kS) ? Seq(hi) : kS - 1;
   }
   __device__ __forceinline__ int MinSeq(int lo, int hi) const {
+    if constexpr (Body::kCausal) lo = max(lo, 0);
     hi = min(hi, kR - 1);
     return (kG == 1 || lo / kS == hi / kS) ? Seq(lo) : 0;
   }
 };
+
+// The first row of the query block that runs qb-th in launch order, kBM rows a block. Without a
+// causal mask every block computes every key, and block qb starts at (kMBlocks - 1 - qb) kBM.
+// With one, blocks end at the last row instead (qb 0: rows kR - kBM .. kR - 1, the longest), so
+// that where kBM does not divide the rows the partial block is the one with the fewest keys, its
+// rows before row 0 skipped: aligned at row 0, the partial block would be the longest, a chain of
+// every key tile with most of its warps idle (S 1024 in 192-row blocks: 16 tile steps of one
+// warpgroup instead of one).
+template <class Body, int kBM, int kMBlocks>
+__device__ __forceinline__ int FirstRow(int qb) {
+  return Body::kCausal ? Rows<Body>::kR - (qb + 1) * kBM : (kMBlocks - 1 - qb) * kBM;
+}
 
 // The (K/V batch, query block) this block computes, from its place in launch order
 // (blockIdx.y count + blockIdx.x; blocks start roughly in that order). The batches go in
@@ -242,13 +263,12 @@ __device__ __forceinline__ Rows<Body> BlockRows(long long count) {
 template <class Body, int kMT, int kNB>
 __device__ __forceinline__ void MaskScores(const Body& body, const Rows<Body>& rows, float (&s)[kMT][kNB][4], int row0,
                                            int key0, bool edge, int g, int t) {
-  constexpr int kR = Rows<Body>::kR;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + mt * 16 + g + 8 * h;
-      const int pos = rows.Seq(min(row, kR - 1));
+      const int pos = rows.Seq(rows.Clamp(row));
 #pragma unroll
       for (int j = 0; j < kNB; ++j) {
 #pragma unroll
@@ -257,7 +277,7 @@ __device__ __forceinline__ void MaskScores(const Body& body, const Rows<Body>& r
           float x = s[mt][j][2 * h + c];
           if constexpr (Body::kHasMask) {
             x = x * Body::kScaleLog2 +
-                body.Mask(rows.QBatch(min(row, kR - 1)), pos, min(col, Body::kT - 1)) * 1.4426950408889634f;
+                body.Mask(rows.QBatch(rows.Clamp(row)), pos, min(col, Body::kT - 1)) * 1.4426950408889634f;
           }
           if (edge && (col >= Body::kT || (Body::kCausal && col > pos))) x = kNegInfF();
           s[mt][j][2 * h + c] = x;
@@ -308,14 +328,13 @@ __device__ __forceinline__ void SoftmaxStats(float (&s)[kMT][kNB][4], float (&ro
 template <class Body, int kMT, int kNB>
 __device__ __forceinline__ void DropProbabilities(const Body& body, const Rows<Body>& rows, float (&s)[kMT][kNB][4],
                                                   int row0, int key0, int g, int t) {
-  constexpr int kR = Rows<Body>::kR;
   static_assert(2 * kNB <= 64, "a row's keep bits fit 64 bits (key tiles up to 256)");
   const unsigned long long seed = body.Seed(), offset = body.Offset();
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = min(row0 + mt * 16 + g + 8 * h, kR - 1);
+      const int row = rows.Clamp(row0 + mt * 16 + g + 8 * h);
       const unsigned long long base =
           (static_cast<unsigned long long>(rows.QBatch(row)) * Body::kS + rows.Seq(row)) * Body::kT + key0 + 2 * t;
       unsigned long long keep = 0;  // bit 2 j + c: key j * 8 + 2 t + c of the tile
@@ -407,7 +426,7 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
     // published nor merged.
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      if (row0 + mt * 16 >= Rows<Body>::kR) continue;
+      if (!Rows<Body>::AnyOf(row0 + mt * 16, row0 + mt * 16 + 15)) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;  // the block's local row
@@ -431,7 +450,7 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
     __threadfence();  // the other splits' partials are visible
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
-      if (row0 + mt * 16 >= Rows<Body>::kR) continue;
+      if (!Rows<Body>::AnyOf(row0 + mt * 16, row0 + mt * 16 + 15)) continue;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int lr = warp * 16 * kMT + mt * 16 + g + 8 * h;
@@ -464,7 +483,7 @@ __device__ __forceinline__ void FinishRows(const Body& body, const Rows<Body>& r
       const float l = row_sum[mt][h];
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
       const int row = row0 + mt * 16 + g + 8 * h;
-      if (row >= Rows<Body>::kR) continue;
+      if (!Rows<Body>::Has(row)) continue;
       if constexpr (Body::kHasLse) {
         if (t == 0) {
           body.Lse(rows.QBatch(row))[rows.Seq(row)] =
@@ -509,7 +528,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   if (static_cast<long long>(blockIdx.x) >= count) return;
   constexpr int kMBlocks = (kR + kBM - 1) / kBM;
   const attn::Rows<Body> rows = attn::BlockRows<Body, kMBlocks>(count);
-  const int m0 = (kMBlocks - 1 - rows.qb) * kBM;
+  const int m0 = attn::FirstRow<Body, kBM, kMBlocks>(rows.qb);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int warp_row0 = m0 + warp * 16 * kMT;  // this warp's first row
@@ -534,7 +553,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
     });
   };
   attn::LoadTile<kBM, kDP, kThreads>(sQ, m0, Body::kD, [&](int r) {
-    return r < kR ? body.Q(rows.QBatch(r)) + rows.Seq(r) * Body::kQRow : nullptr;
+    return rows.Has(r) ? body.Q(rows.QBatch(r)) + rows.Seq(r) * Body::kQRow : nullptr;
   });
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -559,7 +578,7 @@ __device__ __forceinline__ void AttentionKernel(const Body& body, long long coun
   }
   // This warp's rows: none past the block's rows (short query blocks: decoding), and the
   // positions a causal mask compares keys with.
-  const bool warp_has_rows = warp_row0 < kR;
+  const bool warp_has_rows = rows.AnyOf(warp_row0, warp_row0 + 16 * kMT - 1);
   const int warp_max_seq = rows.MaxSeq(warp_row0, warp_row0 + 16 * kMT - 1);
   const int warp_min_seq = rows.MinSeq(warp_row0, warp_row0 + 16 * kMT - 1);
 

@@ -85,7 +85,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
   if (static_cast<long long>(blockIdx.x) >= count) return;
   constexpr int kMBlocks = (kR + kBM - 1) / kBM;
   const attn::Rows<Body> rows = attn::BlockRows<Body, kMBlocks>(count);
-  const int m0 = (kMBlocks - 1 - rows.qb) * kBM;
+  const int m0 = attn::FirstRow<Body, kBM, kMBlocks>(rows.qb);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int warp_row0 = m0 + warp * 16, wg = warp / 4, wg_row0 = m0 + wg * 64;
@@ -106,7 +106,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     });
   };
   attn::LoadTileSw128<kBM, kDP, kThreads, T>(sQ, m0, Body::kD, [&](int r) {
-    return r < kR ? body.Q(rows.QBatch(r)) + rows.Seq(r) * Body::kQRow : nullptr;
+    return rows.Has(r) ? body.Q(rows.QBatch(r)) + rows.Seq(r) * Body::kQRow : nullptr;
   });
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
@@ -120,7 +120,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
   for (int e = 0; e < kEP / 8; ++e) o[0][e][0] = o[0][e][1] = o[0][e][2] = o[0][e][3] = 0.0f;
   // The warpgroup computes (wgmma is collective) unless none of its rows exist or, causal,
   // all of them precede a tile's first key; masking is per warp.
-  const bool wg_has_rows = wg_row0 < kR;
+  const bool wg_has_rows = rows.AnyOf(wg_row0, wg_row0 + 63);
   const int wg_max_seq = rows.MaxSeq(wg_row0, wg_row0 + 63);
   const int warp_min_seq = rows.MinSeq(warp_row0, warp_row0 + 15);
   const unsigned q_addr = attn::SmemAddress(sQ) + wg * 64 * 128;  // this warpgroup's rows of each panel

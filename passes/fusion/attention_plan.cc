@@ -213,12 +213,15 @@ int64_t AttentionPlan::MaxPosition(int64_t lo, int64_t hi) const {
 }
 
 double AttentionPlan::Flops(int64_t block_m, int64_t block_n) const {
-  const int64_t rows_per_batch = group * S;
+  const int64_t rows_per_batch = group * S, blocks = (rows_per_batch + block_m - 1) / block_m;
   double keys = 0;  // query rows x keys computed, over one K/V batch
-  for (int64_t m0 = 0; m0 < rows_per_batch; m0 += block_m) {
-    // Warps whose 16-row tiles lie past the rows skip the products (short query blocks).
-    const int64_t rows = block_m == 1 ? 1 : std::min(block_m, (rows_per_batch - m0 + 15) / 16 * 16);
-    const int64_t end = causal ? std::min(T, MaxPosition(m0, m0 + block_m - 1) + 1) : T;
+  for (int64_t q = 0; q < blocks; ++q) {
+    // attn::FirstRow: causal blocks end at the last row (a partial block starts before row 0),
+    // the others start at row 0. Warps whose 16-row tiles lie outside the rows skip the products.
+    const int64_t m0 = causal ? rows_per_batch - (q + 1) * block_m : q * block_m;
+    const int64_t lo = std::max<int64_t>(m0, 0), hi = std::min(m0 + block_m, rows_per_batch);
+    const int64_t rows = block_m == 1 ? 1 : std::min(block_m, (hi - lo + 15) / 16 * 16);
+    const int64_t end = causal ? std::min(T, MaxPosition(lo, hi - 1) + 1) : T;
     keys += static_cast<double>(rows) * ((end + block_n - 1) / block_n) * block_n;
   }
   return 2.0 * keys * (D + E) * (batch / group);
