@@ -162,11 +162,12 @@ __device__ __forceinline__ void LoadRows(const Place& place, int row0, int cols_
 // Shared-memory rows of kCols elements for the mma.sync kernel. A row of a multiple of 8
 // 16-byte chunks is stored unpadded with its chunk c at c ^ (r % 8) (an XOR swizzle); another
 // width is padded by one chunk. Either way the 8 rows that one ldmatrix phase reads at the same
-// column hit 8 distinct bank groups. The swizzle matters for the loads too: the 8 lanes of a
-// quarter warp copy one 128-byte line of global memory with cp.async, and only when they write
-// one aligned 128-byte line of shared memory does that make one L2 request of 4 sectors. Into
-// rows padded by 16 bytes the same line took 2.6 requests and 6 sectors (half its sectors
-// fetched twice), and streaming 4 GiB took 8% longer (H200, bench/results/2026-11-27-session14).
+// column hit 8 distinct bank groups. The swizzle matters for the loads too: with rows padded by
+// 16 bytes, the rows one cp.async instruction copies land in shared memory with gaps between
+// them, and each 128-byte line of K and V was requested 2.6 times from L2, half its sectors
+// fetched twice; streaming 4 GiB that way took 8% longer (H200 micro-benchmark,
+// bench/results/2026-11-27-session14). Swizzled rows are whole 128-byte lines: one request of 4
+// sectors a line.
 // f32 rows stay padded: its 3xTF32 products, not its loads, bound that kernel, and the XORed
 // column of its scalar V reads takes registers that D 256 does not have (ptxas spills).
 template <class T, int kCols>
