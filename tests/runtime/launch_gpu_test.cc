@@ -10,21 +10,13 @@
 
 #include "gtest/gtest.h"
 #include "runtime/cuda_driver.h"
+#include "tests/testing/cu_assert.h"
 #include "runtime/executable.h"
 #include "runtime/launch.h"
 #include "runtime/nvrtc_compile.h"
 
 namespace kiln {
 namespace {
-
-#define CU_ASSERT_OK(call)                    \
-  do {                                        \
-    absl::Status s_ = [&]() -> absl::Status { \
-      KILN_CU_RETURN_IF_ERROR(call);          \
-      return absl::OkStatus();                \
-    }();                                      \
-    ASSERT_TRUE(s_.ok()) << s_;               \
-  } while (0)
 
 // Each thread writes its index into the first and the last words of the dynamic memory and
 // reads them back beside the static word: out[i] = 2 i + 7.

@@ -23,19 +23,11 @@
 #include "gtest/gtest.h"
 #include "ir/dtype.h"
 #include "runtime/cuda_driver.h"
+#include "tests/testing/cu_assert.h"
 #include "runtime/matmul.h"
 
 namespace kiln {
 namespace {
-
-#define CU_ASSERT_OK(call)                    \
-  do {                                        \
-    absl::Status s_ = [&]() -> absl::Status { \
-      KILN_CU_RETURN_IF_ERROR(call);          \
-      return absl::OkStatus();                \
-    }();                                      \
-    ASSERT_TRUE(s_.ok()) << s_;               \
-  } while (0)
 
 constexpr DType kFloatTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
 
