@@ -10,10 +10,10 @@
 
 #include "gtest/gtest.h"
 #include "runtime/cuda_driver.h"
-#include "tests/testing/cu_assert.h"
 #include "runtime/executable.h"
 #include "runtime/launch.h"
 #include "runtime/nvrtc_compile.h"
+#include "tests/testing/cu_assert.h"
 
 namespace kiln {
 namespace {

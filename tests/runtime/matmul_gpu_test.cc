@@ -23,8 +23,8 @@
 #include "gtest/gtest.h"
 #include "ir/dtype.h"
 #include "runtime/cuda_driver.h"
-#include "tests/testing/cu_assert.h"
 #include "runtime/matmul.h"
+#include "tests/testing/cu_assert.h"
 
 namespace kiln {
 namespace {
