@@ -62,7 +62,21 @@ CHECK_TOLERANCE = {"bf16": 2e-2, "f16": 5e-3, "f32": 1e-4}
 
 DEVICE = "cuda"  # every tensor the measurement makes lives here
 
-PEERS = [("eager", None), ("compile", "default"), ("max_autotune", "max-autotune-no-cudagraphs")]
+PEERS = [("eager", None), ("compile", "default"), ("max_autotune", "max-autotune-no-cudagraphs"),
+         ("reduce_overhead", "reduce-overhead")]
+
+
+def peer_selected(peer, args):
+    """Whether this run times `peer` (eager always; the compiled modes as the flags say)."""
+    if peer == "eager":
+        return True
+    if args.no_compile:
+        return False
+    if peer == "max_autotune":
+        return args.max_autotune
+    if peer == "reduce_overhead":
+        return args.reduce_overhead
+    return True
 
 
 # ----------------------------------------------------------------------------------------------
@@ -796,9 +810,7 @@ def bench_workload(name, g, args, timer, copy, mm, l2_bytes):
 
     peers = {}
     for peer, mode in PEERS:
-        if peer != "eager" and args.no_compile:
-            continue
-        if peer == "max_autotune" and not args.max_autotune:
+        if not peer_selected(peer, args):
             continue
         print(f"  {name}: {peer}{' (compiling)' if mode else ''} ...", flush=True)
         if mode is None:
@@ -944,6 +956,9 @@ def parse_args(argv):
     p.add_argument("--no-compile", action="store_true", help="time torch eager only")
     p.add_argument("--max-autotune", action="store_true",
                    help='also torch.compile(mode="max-autotune-no-cudagraphs") (slow to compile: minutes)')
+    p.add_argument("--reduce-overhead", action="store_true",
+                   help='also torch.compile(mode="reduce-overhead") (CUDA graphs: what a launch-bound graph '
+                        'such as a 16-token block gets at best)')
     p.add_argument("--flush-l2", action="store_true",
                    help="zero a buffer of 4 x L2 before every timed call (outside the timed region)")
     p.add_argument("--copy-gib", type=float, default=1.0,
@@ -1050,8 +1065,7 @@ def main(argv=None):
         result["workloads"].append({"name": name, **w})
     result["clocks_after"] = nvidia_smi(CLOCK_FIELDS) or None
 
-    peers_run = [p for p, _ in PEERS
-                 if not (p != "eager" and args.no_compile) and not (p == "max_autotune" and not args.max_autotune)]
+    peers_run = [p for p, _ in PEERS if peer_selected(p, args)]
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(json_safe(result), indent=2, default=str) + "\n")
