@@ -4,6 +4,9 @@
 #include "passes/cost/row_fit.h"
 #include "passes/fusion/reduce_placement.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_format.h"
 #include "codegen/emit_kernel.h"
 #include "codegen/kernel_params.h"
@@ -209,6 +212,48 @@ TEST(RowFitTest, FewLongRowsAreSplitOverBlocks) {
     s: f32[8] = reduce_sum(x) {axes = [1], keep_dims = false}
     return s
   })").region.reduce->fit.split, 1);
+}
+
+// Split blocks that wait for their row's merge hold their SM until it is done: with more blocks
+// than resident slots, the price runs them in whole waves (kinds::WaitingWaves), a partial last
+// wave as long as a full one. A split whose blocks do not wait (a sum: the last block folds) is
+// back-filled, and its memory time is not quantised.
+TEST(RowFitTest, WaitingSplitBlocksArePricedInWholeWaves) {
+  const DeviceSpec device = H100Spec();
+  auto unquantised = [&](const Region& region, const RunTimeEstimate& e) {
+    const RowFit& fit = region.reduce->fit;
+    const int64_t threads = fit.threads <= 32 ? 256 : fit.threads;
+    return static_cast<double>(e.bytes_read + e.bytes_written + e.wasted_bytes) /
+           DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm);
+  };
+  Row softmax = WholeGraph(R"(graph g(x: f32[32,262144]) {
+    m: f32[32,1] = reduce_max(x) {axes = [1], keep_dims = true}
+    d: f32[32,262144] = sub(x, m)
+    e: f32[32,262144] = exp(d)
+    s: f32[32,1] = reduce_sum(e) {axes = [1], keep_dims = true}
+    y: f32[32,262144] = div(e, s)
+    return y
+  })");
+  const RowFit& fit = softmax.region.reduce->fit;
+  ASSERT_GT(fit.split, 1) << fit.reason;
+  ASSERT_TRUE(fit.split_waits);
+  const RunTimeEstimate e = EstimateRunTime(softmax.region, device);
+  const int64_t threads = fit.threads <= 32 ? 256 : fit.threads;
+  int64_t per_sm = 1024 / threads;
+  if (fit.blocks_per_sm > 0) per_sm = std::min<int64_t>(per_sm, fit.blocks_per_sm);
+  const double fraction = static_cast<double>(e.blocks) / static_cast<double>(device.sm_count * per_sm);
+  ASSERT_GT(fraction, 1) << "the case must need more than one wave: " << fit.reason;
+  ASSERT_NE(fraction, std::ceil(fraction));
+  EXPECT_NEAR(e.memory_us, unquantised(softmax.region, e) * std::ceil(fraction) / fraction, 1e-9 * e.memory_us);
+
+  Row sum = WholeGraph(R"(graph g(x: f32[32,262144]) {
+    s: f32[32] = reduce_sum(x) {axes = [1], keep_dims = false}
+    return s
+  })");
+  ASSERT_GT(sum.region.reduce->fit.split, 1) << sum.region.reduce->fit.reason;
+  ASSERT_FALSE(sum.region.reduce->fit.split_waits);
+  const RunTimeEstimate s = EstimateRunTime(sum.region, device);
+  EXPECT_NEAR(s.memory_us, unquantised(sum.region, s), 1e-9 * s.memory_us);
 }
 
 // The cost model and codegen call the same rule, and the emitted kernel does what it says:
