@@ -52,16 +52,16 @@ Row RowMax(int64_t n, const char* dtype) {
   })", dtype, n));
 }
 
-// Decomposed softmax over [4096, n]: one row-shaped input and a row-shaped output.
-Row Softmax(int64_t n, const char* dtype) {
-  return WholeGraph(absl::StrFormat(R"(graph g(x: %1$s[4096,%2$d]) {
-    m: %1$s[4096,1] = reduce_max(x) {axes = [1], keep_dims = true}
-    d: %1$s[4096,%2$d] = sub(x, m)
-    e: %1$s[4096,%2$d] = exp(d)
-    s: %1$s[4096,1] = reduce_sum(e) {axes = [1], keep_dims = true}
-    y: %1$s[4096,%2$d] = div(e, s)
+// Decomposed softmax over [rows, n]: one row-shaped input and a row-shaped output.
+Row Softmax(int64_t n, const char* dtype, int64_t rows = 4096) {
+  return WholeGraph(absl::StrFormat(R"(graph g(x: %1$s[%3$d,%2$d]) {
+    m: %1$s[%3$d,1] = reduce_max(x) {axes = [1], keep_dims = true}
+    d: %1$s[%3$d,%2$d] = sub(x, m)
+    e: %1$s[%3$d,%2$d] = exp(d)
+    s: %1$s[%3$d,1] = reduce_sum(e) {axes = [1], keep_dims = true}
+    y: %1$s[%3$d,%2$d] = div(e, s)
     return y
-  })", dtype, n));
+  })", dtype, n, rows));
 }
 
 TEST(RowFitTest, ABf16SoftmaxRowOf8192FitsOn128Threads) {
@@ -183,14 +183,7 @@ TEST(RowFitTest, AStreamedRowMakesOnePassPerReductionLevel) {
 // Few long rows are split over several blocks, so that the grid covers the GPU: 8 rows of
 // 524288 f32 go to 33 blocks each (2 blocks per SM on 132 SMs), each caching its share.
 TEST(RowFitTest, FewLongRowsAreSplitOverBlocks) {
-  Row few = WholeGraph(R"(graph g(x: f32[8,524288]) {
-    m: f32[8,1] = reduce_max(x) {axes = [1], keep_dims = true}
-    d: f32[8,524288] = sub(x, m)
-    e: f32[8,524288] = exp(d)
-    s: f32[8,1] = reduce_sum(e) {axes = [1], keep_dims = true}
-    y: f32[8,524288] = div(e, s)
-    return y
-  })");
+  Row few = Softmax(524288, "f32", 8);
   const RowFit& fit = few.region.reduce->fit;
   EXPECT_EQ(fit.split, 33);
   EXPECT_EQ(fit.share, (524288 + 32) / 33);
@@ -226,14 +219,7 @@ TEST(RowFitTest, WaitingSplitBlocksArePricedInWholeWaves) {
     return static_cast<double>(e.bytes_read + e.bytes_written + e.wasted_bytes) /
            DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm);
   };
-  Row softmax = WholeGraph(R"(graph g(x: f32[32,262144]) {
-    m: f32[32,1] = reduce_max(x) {axes = [1], keep_dims = true}
-    d: f32[32,262144] = sub(x, m)
-    e: f32[32,262144] = exp(d)
-    s: f32[32,1] = reduce_sum(e) {axes = [1], keep_dims = true}
-    y: f32[32,262144] = div(e, s)
-    return y
-  })");
+  Row softmax = Softmax(262144, "f32", 32);
   const RowFit& fit = softmax.region.reduce->fit;
   ASSERT_GT(fit.split, 1) << fit.reason;
   ASSERT_TRUE(fit.split_waits);
