@@ -4,7 +4,7 @@
 // weights at column k, Stats adds each row statistic's input, RowScale is the product of the
 // row factors over the sums (a mean divides by K), and Epilogue adds the bias and residual
 // and applies the activation of the matmul's epilogue. The tiles are the region's
-// KernelParams (tile_m tokens x tile_n features, warps, stages).
+// KernelParams (tile_m tokens x tile_n features, warps and warps_n, split, chunk = unroll).
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -88,8 +88,8 @@ class BodyExprs {
 absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const KernelParams& params) {
   KILN_CHECK(region.norm_matmul != nullptr) << "norm_matmul region " << region.id << " has no plan";
   const NormMatmulPlan& plan = *region.norm_matmul;
-  const NormMatmulTiles tiles{params.tile_m,       params.tile_n,     params.warps,
-                              params.stages,       static_cast<int>(params.chunk), params.min_blocks};
+  const NormMatmulTiles tiles{params.tile_m, params.tile_n, params.warps,          params.warps_n,
+                              params.split,  static_cast<int>(params.chunk), params.min_blocks};
   if (tiles.warps * 32 != params.block_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", params.ToString(), ": a norm_matmul block is 32 x warps threads"));
@@ -143,20 +143,32 @@ absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const Ke
   if (epi.relu) absl::StrAppend(&body, "    y = kiln::Relu(y);\n");
   absl::StrAppend(&body, "    return y;\n  }\n");
 
+  ks.has_scratch = tiles.split > 1;  // the split blocks' partial tiles and tickets
+  if (ks.has_scratch) call_params.push_back("void* __restrict__ scratch");
   call_params.push_back("long long count");
-  const std::string call =
-      absl::StrCat("kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<", tiles.tokens, ", ", tiles.block_n, ", ",
-                   tiles.warps, ", ", tiles.stages, ", ", tiles.k_steps, ", ", plan.w_transposed ? "true" : "false", ">>(body, count);");
+  const std::string call = absl::StrCat(
+      "kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<", tiles.tokens, ", ", tiles.block_n, ", ", tiles.warps, ", ",
+      tiles.warps_n, ", ", tiles.split, ", ", tiles.unroll, ", ", plan.w_transposed ? "true" : "false", ", ", reductions,
+      ", ", plan.k, ">>(body, count, ", ks.has_scratch ? "scratch" : "nullptr", ");");
   ks.count = plan.m;
   ks.count_meaning = "rows";
   ks.launch.block = params.block_size;
   ks.launch.items_per_block = tiles.tokens;
   ks.launch.grid_y = (plan.n + tiles.block_n - 1) / tiles.block_n;
+  ks.launch.grid_z = tiles.split;
   ks.launch.dynamic_smem_bytes = static_cast<int>(NormMatmulSmemBytes(plan, tiles));
+  if (ks.has_scratch) {
+    // One item per (token tile, feature tile): ceil(count / tokens) x grid_y items, at most
+    // (count / tokens + 1) x grid_y.
+    const int64_t per_tile_row = ks.launch.grid_y * NormMatmulScratchItemBytes(plan, tiles);
+    ks.scratch_fixed_bytes = per_tile_row;
+    ks.scratch_bytes_per_count = (per_tile_row + tiles.tokens - 1) / tiles.tokens;
+  }
   ks.params = params;
-  ks.notes.push_back(absl::StrCat("mma.sync kernel, ", tiles.tokens, " token rows x ", tiles.block_n, " features per block, ",
-                                  tiles.warps, " warps (k tiles of ", tiles.block_k(), "), ", tiles.stages,
-                                  " stages; ", plan.Summary()));
+  ks.notes.push_back(absl::StrCat("mma.sync kernel, W loaded straight into fragments: ", tiles.tokens, " token rows x ",
+                                  tiles.block_n, " features per block, ", tiles.warps, " warps (", tiles.warps_n,
+                                  " along the features), K over ", tiles.split, " blocks, ", tiles.unroll,
+                                  " chunks of 32 columns in flight per warp; ", plan.Summary()));
   std::vector<std::string> comment = {
       absl::StrCat("kiln norm_matmul kernel (norm_matmul.cuh), K ", plan.k, ", N ", plan.n, ", ",
                    params.ToString()),

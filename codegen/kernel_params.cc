@@ -18,6 +18,7 @@ std::string KernelParams::ToString() const {
   if (tile_m != 0 || tile_n != 0) absl::StrAppend(&s, " tile=", tile_m, "x", tile_n);
   if (stages != 0) absl::StrAppend(&s, " stages=", stages);
   if (warps != 0) absl::StrAppend(&s, " warps=", warps);
+  if (warps_n != 0) absl::StrAppend(&s, " warps_n=", warps_n);
   if (min_blocks != 0) absl::StrAppend(&s, " min_blocks=", min_blocks);
   if (wgmma) absl::StrAppend(&s, " wgmma");
   if (smem) absl::StrAppend(&s, " smem");
@@ -51,7 +52,7 @@ absl::Status ValidateParams(const KernelParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": split must be in [1, 1024], and > 1 only with a block per row"));
   }
-  if (p.tile_m < 0 || p.tile_n < 0 || p.stages < 0 || p.warps < 0 || p.warps > 32 || p.min_blocks < 0 ||
+  if (p.tile_m < 0 || p.tile_n < 0 || p.stages < 0 || p.warps < 0 || p.warps > 32 || p.warps_n < 0 || p.min_blocks < 0 ||
       p.min_blocks * p.block_size > 2048) {
     return absl::InvalidArgumentError(
         absl::StrCat("KernelParams ", p.ToString(), ": tiles, stages and warps are >= 0 (warps at most 32)"));
@@ -124,15 +125,17 @@ KernelParams AttentionParams(const AttentionTiles& t) {
   return p;
 }
 
-// The norm_matmul template's tiles as KernelParams: tile_m tokens x tile_n features, warps, stages.
+// The norm_matmul template's tiles as KernelParams: tile_m tokens x tile_n features, warps
+// (warps_n of them along the features), split, chunk = the chunks each warp loads at once.
 KernelParams NormMatmulParams(const NormMatmulTiles& t) {
   KernelParams p;
   p.block_size = 32 * t.warps;
   p.tile_m = t.tokens;
   p.tile_n = t.block_n;
   p.warps = t.warps;
-  p.stages = t.stages;
-  p.chunk = t.k_steps;
+  p.warps_n = t.warps_n;
+  p.split = t.split;
+  p.chunk = t.unroll;
   p.min_blocks = t.min_blocks;
   return p;
 }

@@ -15,17 +15,19 @@
 //                   column kernels: 0 = cached in registers; 1 = streamed, four 16-byte
 //                   vectors in flight per thread; 8 = streamed, eight in flight; with smem,
 //                   the ring's depth
-//                   norm_matmul: k16 steps per warp per k tile
+//                   norm_matmul: k32 chunks of W each warp loads at once (unroll)
 //   smem            row kernels with chunk 0 and a block per row: the cache is the block's
 //                   dynamic shared memory (raw bytes, cp.async) instead of registers
 //                   column kernels with chunk > 0: the streamed loads in flight go through
 //                   a ring of `chunk` vectors per thread in dynamic shared memory (cp.async)
 //   split           reduction kernels: blocks that share one row (or one reduced extent),
 //                   combining their partial results deterministically; 1 = none
+//                   norm_matmul: blocks that share one output tile, each a slice of K
 //   tile_m, tile_n  tiled kinds: the tile's extents; elementwise regions that stage a transposed
 //                   read (templates/layout.cuh): tile_m x tile_n elements along (b, a), the
 //                   staged inputs' innermost axis x the output's (0 x 0: the plain kernel)
 //   stages, warps   tiled kinds: pipeline depth and warps per block (0: the kind's default)
+//   warps_n         norm_matmul: of the warps, those along the features (the rest split k)
 //   min_blocks      blocks per SM the compiler must fit (caps registers; 0: its own choice)
 //   wgmma           attention: the sm_90a warpgroup kernel (templates/attention_sm90.cuh)
 //                   instead of the mma.sync one; only on devices with DeviceSpec::wgmma
@@ -52,6 +54,7 @@ struct KernelParams {
   int split = 1;
   int tile_m = 0, tile_n = 0;
   int stages = 0, warps = 0;
+  int warps_n = 0;
   int min_blocks = 0;  // __launch_bounds__'s minimum resident blocks per SM (0: none)
   bool wgmma = false;
   bool smem = false;
@@ -59,7 +62,7 @@ struct KernelParams {
                          // (sm_90) and merge through distributed shared memory, not global memory
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
-  // (" split=4", " tile=64x64", " stages=2", " warps=4", " min_blocks=2", " wgmma", " smem",
+  // (" split=4", " tile=64x64", " stages=2", " warps=4", " warps_n=4", " min_blocks=2", " wgmma", " smem",
   // " cluster").
   std::string ToString() const;
   // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).

@@ -2,8 +2,8 @@
 // (templates/norm_matmul.cuh; the analysis and the tile rule are norm_matmul_plan.h). It
 // forms when priority fusion merges a norm's row_reduction region into its matmul consumer;
 // the merge is priced like any other, so the ledger shows the fold against the norm kernel
-// plus cuBLASLt, and keeps them apart where the template would be slower (large M: the
-// template is a skinny-M design on mma.sync, cuBLASLt's GEMM is faster there).
+// plus cuBLASLt, and keeps them apart where the template would be slower (beyond a few token
+// rows: the template is a skinny-M design on mma.sync, and cuBLASLt's GEMM is faster there).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -35,18 +35,16 @@ FusionDecision NormMatmulLegal(const Region& p, const Region& c, const Region& m
                                               "(norm_matmul.cuh): the normalised tensor is never written");
 }
 
-// The template's default tiles, calibrated on the lent H100 (bench/results/
-// 2026-11-25-h100-session6.md; 12 decode shapes, K and N 1024 to 14336): its blocks stream W
-// at about 0.55 of the copy bandwidth with 8-token tiles and 0.35 with 16 or more (each k
-// tile's x conversion sits between two barriers, on the path of the next loads), and a block
-// spends at least kStageUs x (1 + tokens / 16) per k tile however little it moves (the tile's
-// round trip: wait, barrier, convert, barrier, mma), over as many waves as its residency
-// (shared memory, threads) needs. x, W, the weights and the epilogue's tensors move from DRAM
-// once (a feature tile's token blocks run together and share W in L2); the tensor-core work
-// as the template computes it (token rows padded to its tile) at the mma.sync rate of kiln's
-// tiled templates (DeviceSpec::attention_flops_per_us). The measured times are within 1.5x of
-// this; the default tiles are within 1.2x of the tuned best.
-constexpr double kStageUs = 0.6;
+// The template's price, calibrated on a lent H200 (bench/results/2026-11-27-session15.md: the
+// tuned kernel on K 4096, N 4096 and 14336, M 1, 16 and 64, W cold as in a decoding step).
+// W streams at about kWEfficiency of the copy bandwidth: 0.81 of it at N 14336 and 0.61 at
+// N 4096, where the grid's ramp weighs more. Each token group of 8 rows beyond the first adds
+// about kGroupUsPerMb per MB of W: its mma, its B fragments and its share of the conversion
+// are instructions on the path of every k chunk (10-15 us per 100 MB measured). x, the
+// weights and the epilogue's tensors move once; the split blocks' partial tiles stay in L2.
+// Against this the measured times are within 15%.
+constexpr double kWEfficiency = 0.70;
+constexpr double kGroupUsPerMb = 0.12;
 
 RunTimeEstimate PriceNormMatmul(const Region& region, const DeviceSpec& device) {
   RunTimeEstimate e = TrafficAndWork(region);
@@ -59,16 +57,10 @@ RunTimeEstimate PriceNormMatmul(const Region& region, const DeviceSpec& device) 
   const int64_t padded_m = (plan.m + t.tokens - 1) / t.tokens * t.tokens;
   e.flops += 2.0 * static_cast<double>(padded_m - plan.m) * plan.n * plan.k;
   e.blocks = NormMatmulBlocks(plan, t);
-  const double efficiency = t.tokens <= 8 ? 0.55 : 0.35;
-  FinishEstimate(device, device.attention_flops_per_us, efficiency * device.dram_bytes_per_us, 1, e);
-  int64_t resident = std::max<int64_t>(1, 2048 / (32 * t.warps));
-  if (device.smem_per_sm_bytes > 0) {
-    resident = std::min(resident, std::max<int64_t>(1, device.smem_per_sm_bytes / NormMatmulSmemBytes(plan, t)));
-  }
-  const int64_t waves = (e.blocks + device.sm_count * resident - 1) / (device.sm_count * resident);
-  const int64_t k_tiles = (plan.k + t.block_k() - 1) / t.block_k();
-  const double chain = static_cast<double>(waves * k_tiles) * kStageUs * (1.0 + t.tokens / 16.0);
-  e.compute_us = std::max(e.compute_us, chain);
+  FinishEstimate(device, device.attention_flops_per_us, kWEfficiency * device.dram_bytes_per_us, 1, e);
+  const double w_mb = 2.0 * static_cast<double>(plan.k) * plan.n / 1e6;
+  const int64_t groups = (plan.m + 7) / 8;  // token groups of 8, over all token tiles
+  e.compute_us = std::max(e.compute_us, e.memory_us + static_cast<double>(groups - 1) * kGroupUsPerMb * w_mb);
   e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
   return e;
 }

@@ -213,33 +213,58 @@ absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region) {
   return plan;
 }
 
+namespace {
+
+// NormMatmulShape's k32 chunks of one split block's slice.
+int64_t SliceChunks(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
+  const int64_t chunks = (plan.k + 31) / 32;
+  return (chunks + t.split - 1) / t.split;
+}
+
+int64_t Statistics(const NormMatmulPlan& plan) { return std::max<int64_t>(1, static_cast<int64_t>(plan.reductions.size())); }
+
+}  // namespace
+
 int64_t NormMatmulSmemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
-  const int64_t block_k = t.block_k();
-  const int64_t w_rows = plan.w_transposed ? t.block_n : block_k;
-  const int64_t w_cols = plan.w_transposed ? block_k : t.block_n;
-  const int64_t pipeline = t.stages * (t.tokens * (block_k + 8) + w_rows * (w_cols + 8)) * 2;
-  const int64_t epilogue = t.tokens * (t.block_n + 4) * 4 + t.tokens * 4 +
-                           t.tokens * 4 * static_cast<int64_t>(std::max<size_t>(plan.reductions.size(), 1));
-  return std::max(pipeline, epilogue);
+  const int64_t slice_chunks = SliceChunks(plan, t), slice_cols = 32 * slice_chunks;
+  const int64_t x_stride = slice_cols + (plan.w_transposed ? (slice_chunks % 2 == 0 ? 32 : 0) : 16);
+  const int64_t x_bytes = t.tokens * x_stride * 2;
+  const int64_t red_bytes = t.tokens * (t.block_n + 4) * 4;
+  const int64_t chunk_stats = t.tokens * (slice_cols / 8) * Statistics(plan) * 4;
+  return std::max(x_bytes, red_bytes) + chunk_stats + (t.tokens + t.tokens * Statistics(plan)) * 4;
+}
+
+int64_t NormMatmulScratchItemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
+  return 16 + 4LL * t.split * t.tokens * (t.block_n + Statistics(plan));
 }
 
 int64_t NormMatmulBlocks(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
-  return (plan.m + t.tokens - 1) / t.tokens * ((plan.n + t.block_n - 1) / t.block_n);
+  return (plan.m + t.tokens - 1) / t.tokens * ((plan.n + t.block_n - 1) / t.block_n) * t.split;
 }
 
 FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTiles& t, const DeviceSpec& device) {
   auto no = [](const std::string& why) { return FusionDecision::Forbid("norm-matmul-tiles", why); };
   if (t.tokens % 8 != 0 || t.tokens < 8 || t.tokens > 64) return no(absl::StrCat("tokens ", t.tokens, ": 8 to 64 in steps of 8"));
-  if (t.block_n % 16 != 0 || t.block_n < 16) return no(absl::StrCat("block_n ", t.block_n, ": a multiple of 16"));
   if (t.warps != 2 && t.warps != 4 && t.warps != 8) return no(absl::StrCat("warps ", t.warps, ": 2, 4 or 8"));
-  if (t.stages < 2 || t.stages > 8) return no(absl::StrCat("stages ", t.stages, ": 2 to 8"));
-  if (t.k_steps < 1 || t.block_k() > 256) {
-    return no(absl::StrCat("k tiles of ", t.block_k(), " columns: 16 to 256 (a row's chunks in one warp)"));
+  if (t.warps_n < 1 || t.warps % t.warps_n != 0) {
+    return no(absl::StrCat("warps_n ", t.warps_n, ": a divisor of the ", t.warps, " warps"));
   }
-  const int acc = t.block_n / 16 * (t.tokens / 8) * 4;
+  if (t.block_n < 16 * t.warps_n || t.block_n % (16 * t.warps_n) != 0 ||
+      (t.f_tiles() != 1 && t.f_tiles() != 2 && t.f_tiles() != 4)) {
+    return no(absl::StrCat("block_n ", t.block_n, ": 1, 2 or 4 m16 fragments for each of ", t.warps_n, " warps"));
+  }
+  if (t.split < 1 || t.split > (plan.k + 31) / 32) {
+    return no(absl::StrCat("split ", t.split, ": 1 to the ", (plan.k + 31) / 32, " 32-column chunks of K"));
+  }
+  if (t.unroll < 1 || t.unroll > 8) return no(absl::StrCat("unroll ", t.unroll, ": 1 to 8 chunks"));
+  const int acc = t.f_tiles() * (t.tokens / 8) * 4;
   if (acc > kNormMatmulAccumulators) {
-    return no(absl::StrCat(t.tokens, " tokens x ", t.block_n, " features: ", acc, " accumulators per thread, over ",
-                           kNormMatmulAccumulators));
+    return no(absl::StrCat(t.tokens, " tokens x ", t.f_tiles(), " fragments per warp: ", acc,
+                           " accumulators per thread, over ", kNormMatmulAccumulators));
+  }
+  if (8 * t.f_tiles() * t.unroll > kNormMatmulLoadWords) {
+    return no(absl::StrCat(t.unroll, " chunks of ", 8 * t.f_tiles(), " words in flight per thread: over ",
+                           kNormMatmulLoadWords));
   }
   const int64_t smem = NormMatmulSmemBytes(plan, t);
   if (device.smem_per_block_bytes > 0 && smem > device.smem_per_block_bytes) {
@@ -251,16 +276,19 @@ FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTi
 NormMatmulTiles DefaultNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device) {
   NormMatmulTiles t;
   t.tokens = static_cast<int>(std::min<int64_t>(64, (plan.m + 7) / 8 * 8));
-  t.k_steps = plan.k >= 256 ? 4 : plan.k >= 128 ? 2 : 1;
-  t.block_n = 16;
-  for (int bn : {64, 32}) {
-    NormMatmulTiles c = t;
-    c.block_n = bn;
-    if (NormMatmulTilesFit(plan, c, device) && NormMatmulBlocks(plan, c) >= 2 * device.sm_count) {
-      t.block_n = bn;
-      break;
-    }
-  }
+  t.warps = t.warps_n = t.tokens <= 8 ? 4 : 8;
+  const int f_tiles = t.tokens <= 8 ? 4 : 2;
+  t.block_n = 16 * f_tiles * t.warps_n;
+  while (t.block_n > 16 * t.warps_n && t.block_n / 2 >= plan.n) t.block_n /= 2;  // narrow N: no empty fragments
+  t.unroll = std::max(1, kNormMatmulLoadWords / (8 * t.f_tiles()));
+  const int64_t tiles = (plan.m + t.tokens - 1) / t.tokens * ((plan.n + t.block_n - 1) / t.block_n);
+  const double want = 3.5 * std::max(1, device.sm_count) / static_cast<double>(tiles);
+  t.split = 1;
+  while (t.split < 16 && 2.0 * t.split <= want * 1.41) t.split *= 2;  // the power of two nearest `want`
+  t.split = static_cast<int>(std::min<int64_t>(t.split, (plan.k + 31) / 32));
+  // Shared memory (the x slice grows as the split shrinks) must leave room for the blocks.
+  while (!NormMatmulTilesFit(plan, t, device) && t.split < (plan.k + 31) / 32) t.split *= 2;
+  t.split = static_cast<int>(std::min<int64_t>(t.split, (plan.k + 31) / 32));
   return t;
 }
 
@@ -268,41 +296,43 @@ std::vector<NormMatmulTiles> CandidateNormMatmulTiles(const NormMatmulPlan& plan
   const NormMatmulTiles d = DefaultNormMatmulTiles(plan, device);
   std::vector<NormMatmulTiles> out = {d};
   auto add = [&](NormMatmulTiles t) {
+    t.unroll = std::max(1, std::min(t.unroll, kNormMatmulLoadWords / (8 * std::max(1, t.f_tiles()))));
     if (!NormMatmulTilesFit(plan, t, device)) return;
     for (const NormMatmulTiles& o : out) {
-      if (o.tokens == t.tokens && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages &&
-          o.k_steps == t.k_steps && o.min_blocks == t.min_blocks) {
+      if (o.tokens == t.tokens && o.block_n == t.block_n && o.warps == t.warps && o.warps_n == t.warps_n &&
+          o.split == t.split && o.unroll == t.unroll && o.min_blocks == t.min_blocks) {
         return;
       }
     }
     out.push_back(t);
   };
-  for (int bn : {16, 32, 64, 128}) {
+  for (int split : {d.split / 2, d.split * 2}) {
     NormMatmulTiles t = d;
-    t.block_n = bn;
+    t.split = split;
     add(t);
   }
-  for (int warps : {2, 8}) {  // the same k tile over fewer or more warps
+  for (int block_n : {d.block_n / 2, d.block_n / 4}) {  // narrower tiles: more blocks, fewer fragments per warp
     NormMatmulTiles t = d;
-    t.warps = warps;
-    t.k_steps = std::max(1, d.block_k() / (16 * warps));
+    t.block_n = block_n;
+    t.unroll = kNormMatmulLoadWords / 8;
+    add(t);
+    t.split = std::max(1, d.split / 2);
     add(t);
   }
-  for (int stages : {3, 6}) {
+  {  // half the warps along the features: the others split k
     NormMatmulTiles t = d;
-    t.stages = stages;
+    t.warps_n = std::max(1, d.warps_n / 2);
     add(t);
   }
-  // As many resident blocks as shared memory allows, registers capped to match.
-  if (device.smem_per_sm_bytes > 0) {
+  {  // the other warp count
     NormMatmulTiles t = d;
-    t.min_blocks = static_cast<int>(std::min<int64_t>(device.smem_per_sm_bytes / NormMatmulSmemBytes(plan, d),
-                                                      2048 / (32 * d.warps)));
-    if (t.min_blocks > 1) add(t);
+    t.warps = t.warps_n = d.warps == 8 ? 4 : 8;
+    t.block_n = 16 * d.f_tiles() * t.warps_n;
+    add(t);
   }
-  for (int k_steps : {d.k_steps / 4, d.k_steps / 2}) {
+  for (int unroll : {d.unroll / 2, d.unroll * 2}) {
     NormMatmulTiles t = d;
-    t.k_steps = k_steps;
+    t.unroll = unroll;
     add(t);
   }
   return out;

@@ -47,27 +47,34 @@ struct NormMatmulPlan {
 absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region);
 
 // The template's launch shape (templates/norm_matmul.cuh NormMatmulShape): token rows and
-// features per block, warps, pipeline stages, k16 steps per warp per k tile (a k tile is
-// 16 x warps x k_steps columns, at most 256).
+// features per block, warps (warps_n of them along the features, the rest along k), blocks
+// that share one output tile (split, each a contiguous slice of K's 32-column chunks), and
+// the chunks of W each warp loads at once (unroll).
 struct NormMatmulTiles {
-  int tokens = 8, block_n = 32, warps = 4, stages = 4, k_steps = 4;
+  int tokens = 8, block_n = 256, warps = 4, warps_n = 4, split = 1, unroll = 1;
   int min_blocks = 0;  // __launch_bounds__'s resident blocks per SM (caps registers; 0: none)
-  int block_k() const { return 16 * warps * k_steps; }
+  int f_tiles() const { return block_n / (16 * warps_n); }  // m16 fragments per warp
 };
-// Accumulators a thread keeps, (block_n / 16) x (tokens / 8) x 4 f32: at most this many.
+// Accumulators a thread keeps, f_tiles x (tokens / 8) x 4 f32: at most this many; and the
+// 32-bit words of W a thread loads at once, unroll x 8 f_tiles: at most this many.
 inline constexpr int kNormMatmulAccumulators = 64;
-// The dynamic shared memory the template takes (NormMatmulShape::SmemBytes).
+inline constexpr int kNormMatmulLoadWords = 32;
+// The dynamic shared memory the template takes (NormMatmulShape::kSmemBytes), its scratch per
+// (token tile, feature tile) with split > 1 (kScratchItemBytes), and its blocks.
 int64_t NormMatmulSmemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& tiles);
+int64_t NormMatmulScratchItemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& tiles);
 int64_t NormMatmulBlocks(const NormMatmulPlan& plan, const NormMatmulTiles& tiles);
 // Whether the template can run `tiles` on `device` (shapes, registers, shared memory).
 FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTiles& tiles, const DeviceSpec& device);
-// The default (shared by the cost model and codegen): all token rows in one block up to 64;
-// the widest feature tile the accumulator budget allows that still gives every SM two blocks
-// (W streams from every SM), else 16; 4 warps, 4 stages, k tiles of 256 columns (of K
-// rounded up to 64 where K is shorter): 16 KB of W in flight per stage and block at 16 features.
+// The default (shared by the cost model and codegen), from the sweep of
+// bench/results/2026-11-27-session15.md: all token rows in one block up to 64; 256 features
+// per block, in 4 fragments per warp over 4 warps at 8 tokens, in 2 per warp over 8 warps
+// above (the accumulators' budget); 128 bytes of W in flight per thread; and K split over
+// enough blocks for about 3.5 per SM (the power of two nearest): W streams near the copy
+// bandwidth only with that many loads in flight.
 NormMatmulTiles DefaultNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device);
-// The autotuner's candidates: the default first, then other feature tiles, 2 and 8 warps, 3
-// and 6 stages, k tiles of a quarter and a half.
+// The autotuner's candidates: the default first, then narrower feature tiles, half and
+// double the split, and other load depths.
 std::vector<NormMatmulTiles> CandidateNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device);
 
 }  // namespace kiln

@@ -30,10 +30,12 @@ class LinearGpuTest : public ::testing::Test {
 
   // Compiles `graph`, runs it, compares with the planned interpreter (and prints the distance
   // to the original graph in f32); returns the compiled result for further checks.
-  std::optional<Compiled> CompileRunAndCompare(std::unique_ptr<Graph> graph) {
+  std::optional<Compiled> CompileRunAndCompare(std::unique_ptr<Graph> graph, bool tune = false) {
     const std::string name = graph->name();
     std::unique_ptr<Graph> original = graph->Clone();
     CompileOptions options;
+    options.tune = tune;
+    options.tune_afresh = tune;
     auto arch = CurrentDeviceArch();
     EXPECT_TRUE(arch.ok()) << arch.status();
     if (!arch.ok()) return std::nullopt;
@@ -165,6 +167,29 @@ TEST_F(LinearGpuTest, RmsNormFoldedIntoItsLinear) {
     int folded = 0;
     for (const Region& r : compiled->analysis.plan.regions) folded += r.kind == RegionKind::kNormMatmul;
     EXPECT_EQ(folded, 1) << LedgerJsonLines(compiled->analysis.plan);
+  }
+}
+
+// Every tuning candidate of the fold (splits of K over blocks, warps along k, load depths) on
+// shapes that use them: the tuner launches each on poisoned outputs and fails the compile if
+// one differs from the default beyond the kernel tolerance, and the tuned kernel is checked
+// against the interpreter here. One token row of a 4096 x 4096 weight (split over many
+// blocks), 24 rows of 1000 -> 1032 (three token groups, a K that is not a multiple of 32, a
+// partial feature tile), and W [N, K].
+TEST_F(LinearGpuTest, RmsNormFoldEveryTuningCandidate) {
+  struct Case {
+    int64_t rows, k, n;
+    testing::NormLinearOptions o;
+  };
+  const Case cases[] = {{1, 4096, 4096, {}}, {24, 1000, 1032, {.bias = true}}, {8, 2048, 512, {.transposed = true}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("rows ", c.rows, " k ", c.k, " n ", c.n, c.o.transposed ? " W[N,K]" : ""));
+    auto compiled = CompileRunAndCompare(testing::NormLinear(c.rows, c.k, c.n, c.o), /*tune=*/true);
+    ASSERT_TRUE(compiled.has_value());
+    int folded = 0;
+    for (const Region& r : compiled->analysis.plan.regions) folded += r.kind == RegionKind::kNormMatmul;
+    EXPECT_EQ(folded, 1) << LedgerJsonLines(compiled->analysis.plan);
+    EXPECT_FALSE(compiled->tuning.regions.empty());
   }
 }
 

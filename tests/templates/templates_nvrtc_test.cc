@@ -315,10 +315,18 @@ struct Body {  // rms_norm(x, w) @ W + bias, K 72, N 40
   __device__ float RowScale(const float* s) const { return kiln::Rsqrt(s[0] / 72.0f + 1e-6f); }
   __device__ float Epilogue(float y, long long m, long long n) const { return y + kiln::ToCompute(bias[n]); }
 };
+// Both W layouts: [N, K] in 2 x 2 warps, 3 split blocks; [K, N] with 4 fragments per warp.
 extern "C" __global__ void __launch_bounds__(128) use_norm_matmul(const __nv_bfloat16* x, const __nv_bfloat16* w,
                                                                  const __nv_bfloat16* wt, const __nv_bfloat16* bias,
-                                                                 __nv_bfloat16* out, long long count) {
-  kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<16, 32, 4, 3, 1, true>>(Body{x, w, wt, bias, out}, count);
+                                                                 __nv_bfloat16* out, long long count, void* scratch,
+                                                                 int layout) {
+  if (layout == 0) {
+    kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<16, 32, 4, 2, 3, 2, true, 1, 72>>(Body{x, w, wt, bias, out},
+                                                                                           count, scratch);
+  } else {
+    kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<8, 64, 4, 1, 1, 1, false, 1, 72>>(Body{x, w, wt, bias, out},
+                                                                                          count, scratch);
+  }
 }
 )", "use_norm_matmul"},
       {"wgmma.cuh", R"(
