@@ -117,6 +117,12 @@ bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement) 
   return any;
 }
 
+double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm) {
+  if (!cached_with_outputs || levels < 1 || device.sm_count <= 0) return 0;
+  const double resident = static_cast<double>(device.sm_count * std::max<int64_t>(per_sm, 1));
+  return (std::ceil(static_cast<double>(blocks) / resident) - 1) * levels * kColumnLevelWaveUs;
+}
+
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
                    int64_t split, int levels, int64_t registers, int64_t smem_bytes, bool phases, bool split_waits,
                    int64_t fold_threads, bool cluster) {
@@ -163,7 +169,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
        lanes /= 2) {
     if (lanes < min_lanes && lanes < RoundUpPow2((I + fit.vector - 1) / fit.vector)) break;
     const int64_t tiles = space.outer * ((I + lanes * fit.vector - 1) / (lanes * fit.vector));
-    for (int64_t block : {256, 512, 1024}) {
+    for (int64_t block : {256, 512, 1024, 128}) {  // 128 last: taken only where clearly better
       const int64_t threads = block / lanes;  // along K
       for (int64_t split = 1; split <= 512 && (split == 1 || K >= split * threads); split *= 2) {
         const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * fit.vector;
@@ -171,10 +177,12 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         const bool cached = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
         const int passes = cached ? 1 : streamed_passes;
         const bool waits = SplitBlocksWait(placement.levels, full_outputs);
-        const double price =
-            LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split, placement.levels,
-                        ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement), 0, false,
-                        waits, threads);
+        const int64_t registers = ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement);
+        const double launch = LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split,
+                                          placement.levels, registers, 0, false, waits, threads);
+        const double price = std::max(
+            launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split,
+                                  BlocksPerSm(device, block, registers, 0, 1024 / block)));
         if (best >= 0 && price >= best * 0.98) continue;  // a clearly better shape only
         best = price;
         fit.lanes = static_cast<int>(lanes);

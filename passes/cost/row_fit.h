@@ -126,6 +126,18 @@ bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement);
 // level and one at the end of each row, per wave.
 double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
                     double waves, bool cluster = false);
+// A column tile held on chip (registers) whose kernel writes outputs of the full space (softmax,
+// a norm over a non-innermost axis) lives through a chain of latencies, its loads, a combine
+// across its warps along K per level and its stores, that more bandwidth does not shorten: on
+// the lent H200 and H100 (kiln tune, 2026-11-27) softmax over the 21 classes of [8, 21, 512,
+// 512] f16 took 66.8 / 109.6 / 196.7 us in 8 / 16 / 32 waves of resident blocks (128, 256 and
+// 512 threads; 109.4 us at 256 on the H100, whose copy bandwidth is 30% lower): about
+// kColumnLevelWaveUs per level and wave after the first (whose chain the launch's own latency
+// covers). The time is then at least (waves - 1) x levels x that; elsewhere 0 (and 0 for one
+// wave: a column region that fits one wave is not priced apart from its pointwise consumer).
+// `per_sm`: resident blocks per SM.
+inline constexpr double kColumnLevelWaveUs = 3.4;
+double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm);
 // A block that loads its row share, reduces it and then stores its row-shaped outputs reads
 // and writes in turn, not at once, unless another block on the SM fills the gaps: where
 // registers or shared memory let only one block per SM be resident, lone_block_phase_us per
