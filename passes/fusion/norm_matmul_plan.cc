@@ -48,7 +48,7 @@ class PrologueChecker {
       return Refuse(absl::StrCat(
           "the operand of the matmul reads the row value ", n->name(),
           " other than as a factor (x - mean, as layer_norm centres): the one-pass norm_matmul template needs the "
-          "operand free of row statistics, which are known only after the last k tile"));
+          "operand free of row statistics, which are known only once all of K is summed"));
     }
     if (v == Varies::kOther) return Refuse(absl::StrCat(n->name(), " ", ShapeToString(n->shape()), " is neither [.., M, K] nor [K] nor a row"));
     if (!Evaluable(n)) {
