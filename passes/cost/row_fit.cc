@@ -190,6 +190,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         fit.split = static_cast<int>(split);
         fit.per_thread = per_thread;
         fit.on_chip = cached;
+        fit.chained = cached && full_outputs;
         fit.passes = passes;
         fit.blocks_per_sm = static_cast<int>(BlocksPerSm(
             device, block, ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement), 0,

@@ -67,6 +67,8 @@ struct RowFit {
   int passes = 1;              // passes over the row inputs (1 when on chip)
   bool online_max_sum = false; // streamed: a max and sum(exp(x - max)) share one pass
   bool cluster = false;        // the split blocks are one thread-block cluster (SplitInCluster)
+  bool chained = false;        // columns: tiles kept on chip that write full-space outputs
+                               // after their reductions (priced by ColumnChainUs)
   std::string reason;          // one sentence for the ledger and `kiln dump`
 };
 
