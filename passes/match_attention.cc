@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/base/status.h"
+#include "passes/diagonal_mask.h"
 #include "passes/rewrite_util.h"
 
 namespace kiln {
@@ -32,6 +33,13 @@ bool IsCausalConstant(const Node* mask, int64_t s, int64_t t, Keep keep) {
     if (keep(value->GetF64(e)) != (j <= i)) return false;
   }
   return true;
+}
+
+// A constant (IsCausalConstant) or a subgraph of indices (IsCausalIndexMask) that keeps
+// exactly j <= i.
+template <typename Keep>
+bool IsCausal(const Node* mask, int64_t s, int64_t t, Keep keep) {
+  return IsCausalConstant(mask, s, t, keep) || IsCausalIndexMask(mask, s, t, keep);
 }
 
 bool IsNegInf(const Node* node) {
@@ -110,14 +118,14 @@ Node* Match(Graph& graph, Node* out) {
   bool causal = false;
   std::vector<Node*> operands = {q, k, v};
   if (drop_mask != nullptr) {
-    if (IsCausalConstant(drop_mask, seq, keys, [](double x) { return x == 0; })) {
+    if (IsCausal(drop_mask, seq, keys, [](double x) { return x == 0; })) {
       causal = true;
     } else {
       operands.push_back(rw.Add(OpKind::kWhere, {drop_mask, rw.Scalar(-INFINITY, q->dtype()),
                                                  rw.Scalar(0.0, q->dtype())}));
     }
   } else if (keep_mask != nullptr) {
-    if (IsCausalConstant(keep_mask, seq, keys, [](double x) { return x != 0; })) {
+    if (IsCausal(keep_mask, seq, keys, [](double x) { return x != 0; })) {
       causal = true;
     } else {
       // masked_fill with a run-time mask: attend where true, i.e. additive 0 / -inf.
@@ -125,7 +133,7 @@ Node* Match(Graph& graph, Node* out) {
                                                  rw.Scalar(-INFINITY, q->dtype())}));
     }
   } else if (additive_mask != nullptr) {
-    if (IsCausalConstant(additive_mask, seq, keys, [](double x) { return x == 0; })) {
+    if (IsCausal(additive_mask, seq, keys, [](double x) { return x == 0; })) {
       causal = true;
     } else {
       operands.push_back(additive_mask);
