@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "ir/base/status.h"
@@ -85,6 +86,24 @@ absl::StatusOr<TypedExpr> ConstantLiteral(const Node& constant) {
       return TypedExpr{t->GetF64(0) != 0 ? "true" : "false", CType::kBool};
   }
   return absl::InternalError("unreachable");
+}
+
+// 1 / c rounded to f32, for a one-element constant c that is finite, non-zero and whose
+// reciprocal is a normal f32. x * (1 / c) is within 1.5 ulp of the correctly rounded x / c (and
+// equal to it for a power of two); the IEEE division it replaces is a ten-instruction sequence
+// with a slow path, which made erf-GELU's x / sqrt(2) half of a pointwise kernel's
+// instructions. Peers do the same: XLA rewrites division by a constant, Triton divides with
+// div.full.f32 (2 ulp).
+static std::optional<float> ReciprocalOfConstant(const Node& divisor) {
+  if (divisor.op() != OpKind::kConstant || divisor.value() == nullptr || divisor.value()->num_elements() != 1 ||
+      ComputeType(divisor.dtype()) != CType::kFloat) {
+    return std::nullopt;
+  }
+  const double c = static_cast<float>(divisor.value()->GetF64(0));
+  if (c == 0 || !std::isfinite(c)) return std::nullopt;
+  const float r = static_cast<float>(1.0 / c);
+  if (!std::isnormal(r)) return std::nullopt;
+  return r;
 }
 
 bool HasPointwiseEmitter(OpKind op) {
@@ -275,7 +294,15 @@ absl::StatusOr<TypedExpr> EmitPointwiseExpr(const Node& node, const std::vector<
     case OpKind::kAdd: e = is_int ? Call("kiln::WrapAdd", a, b) : Paren(a, "+", b); break;
     case OpKind::kSub: e = is_int ? Call("kiln::WrapSub", a, b) : Paren(a, "-", b); break;
     case OpKind::kMul: e = is_int ? Call("kiln::WrapMul", a, b) : Paren(a, "*", b); break;
-    case OpKind::kDiv: e = is_int ? Call("kiln::IntDiv", a, b) : Paren(a, "/", b); break;
+    case OpKind::kDiv:
+      if (is_int) {
+        e = Call("kiln::IntDiv", a, b);
+      } else if (std::optional<float> r = ReciprocalOfConstant(*node.operand(1))) {
+        e = Paren(a, "*", FloatLiteral(*r));  // x / c as x * (1 / c)
+      } else {
+        e = Paren(a, "/", b);
+      }
+      break;
     case OpKind::kPow:
       e = Call("powf", Coerce(operands[0], CType::kFloat).code, Coerce(operands[1], CType::kFloat).code);
       result = CType::kFloat;
