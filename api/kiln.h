@@ -195,6 +195,14 @@ KILN_C_API int kiln_executable_set_cuda_graph(kiln_executable* executable, int c
 KILN_C_API int kiln_executable_launches(const kiln_executable* executable, int64_t* kernels,
                                         int64_t* library_calls, int64_t* copies, int64_t* graph_launches);
 
+/* The device memory of the executable, in bytes: the arena its intermediates share per run
+ * (the buffer plan), the liveness bound of that arena (the most intermediate bytes live at
+ * once: no plan needs fewer), and the constant block (weights and other constants, uploaded
+ * once). Outputs and inputs are the caller's and not counted. Needs no GPU. Each out pointer
+ * may be NULL. */
+KILN_C_API int kiln_executable_memory(const kiln_executable* executable, int64_t* arena_bytes,
+                                      int64_t* live_bound_bytes, int64_t* constant_bytes);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

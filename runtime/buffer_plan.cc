@@ -44,6 +44,27 @@ std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const s
   return out;
 }
 
+namespace {
+int64_t AlignArena(int64_t bytes) {
+  return (std::max<int64_t>(bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+}  // namespace
+
+int64_t PeakLiveBytes(const Program& program) {
+  std::vector<int64_t> live(program.steps.size() + 1, 0);  // a difference array over the steps
+  for (const Lifetime& l : ArenaLifetimes(program.buffers, program.steps)) {
+    const int64_t size = AlignArena(program.buffers[l.buffer].bytes);
+    live[l.first] += size;
+    live[l.last + 1] -= size;
+  }
+  int64_t now = 0, peak = 0;
+  for (const int64_t delta : live) {
+    now += delta;
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
 void PlanArena(Program& program, bool share) {
   std::vector<Lifetime> lifetimes = ArenaLifetimes(program.buffers, program.steps);
   std::sort(lifetimes.begin(), lifetimes.end(), [&](const Lifetime& a, const Lifetime& b) {
@@ -51,7 +72,6 @@ void PlanArena(Program& program, bool share) {
     if (sa != sb) return sa > sb;
     return a.first != b.first ? a.first < b.first : a.buffer < b.buffer;
   });
-  auto align = [](int64_t x) { return (x + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; };
   struct Placed {
     int64_t begin, end;
     int first, last;
@@ -59,7 +79,7 @@ void PlanArena(Program& program, bool share) {
   std::vector<Placed> placed;
   int64_t arena = 0;
   for (const Lifetime& l : lifetimes) {
-    int64_t size = align(std::max<int64_t>(program.buffers[l.buffer].bytes, 1));
+    const int64_t size = AlignArena(program.buffers[l.buffer].bytes);
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (const Placed& p : placed) {
       if (!share || (p.first <= l.last && l.first <= p.last)) busy.push_back({p.begin, p.end});

@@ -29,6 +29,12 @@ struct Lifetime {
 // Lifetimes of the kArena buffers that `steps` touch (through aliases), by buffer id order.
 std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const std::vector<Step>& steps);
 
+// The most arena bytes live at once: over the steps, the largest sum of the (aligned) sizes of
+// the kArena buffers whose lifetimes include that step. No placement can use fewer bytes, so
+// Program::arena_bytes (the greedy placement) is measured against it: equal for a chain, above
+// it where fragmentation costs bytes.
+int64_t PeakLiveBytes(const Program& program);
+
 // Sets the offset of every kArena buffer of `program` and program.arena_bytes. With
 // `share` false every buffer gets bytes of its own (for debugging: every intermediate can be
 // read back after a run).

@@ -16,6 +16,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/promote.h"
+#include "runtime/buffer_plan.h"
 #include "tools/bench_floor.h"
 #include "tools/cli_common.h"
 #include "tools/summary.h"
@@ -218,8 +219,9 @@ int CompileCommand(const std::vector<std::string>& raw) {
   }
   const std::string& out = args->values.at("output");
   if (absl::Status s = SaveArtifact(p, out); !s.ok()) return Error("compile", std::string(s.message()), kExitFailure);
-  std::cout << absl::StrFormat("wrote %s (%d bytes; arena %d B, constants %d B) in %.0f ms\n", out,
-                               SerializeProgram(p).size(), p.arena_bytes, p.constants.size(), ms);
+  std::cout << absl::StrFormat("wrote %s (%d bytes; arena %d B, liveness bound %d B, constants %d B) in %.0f ms\n",
+                               out, SerializeProgram(p).size(), p.arena_bytes, PeakLiveBytes(p), p.constants.size(),
+                               ms);
   return kExitOk;
 }
 

@@ -17,6 +17,7 @@
 #include "ir/base/status.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
+#include "runtime/buffer_plan.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_graph.h"
 
@@ -160,6 +161,18 @@ int kiln_executable_launches(const kiln_executable* executable, int64_t* kernels
     if (library_calls != nullptr) *library_calls = c.library_calls;
     if (copies != nullptr) *copies = c.copies;
     if (graph_launches != nullptr) *graph_launches = c.graph_launches;
+    return KILN_OK;
+  });
+}
+
+int kiln_executable_memory(const kiln_executable* executable, int64_t* arena_bytes, int64_t* live_bound_bytes,
+                           int64_t* constant_bytes) {
+  return Guard(__func__, [&] {
+    if (executable == nullptr) return NullArgument(__func__, "executable");
+    const kiln::Program& p = executable->program;
+    if (arena_bytes != nullptr) *arena_bytes = p.arena_bytes;
+    if (live_bound_bytes != nullptr) *live_bound_bytes = kiln::PeakLiveBytes(p);
+    if (constant_bytes != nullptr) *constant_bytes = static_cast<int64_t>(p.constants.size());
     return KILN_OK;
   });
 }

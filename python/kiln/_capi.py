@@ -167,6 +167,7 @@ _PROTOTYPES = {
     "kiln_executable_run": (_INT, [_P, _void_pp, _I64, _void_pp, _I64, ctypes.c_uint64]),
     "kiln_executable_set_cuda_graph": (_INT, [_P, _INT]),
     "kiln_executable_launches": (_INT, [_P, _c_int64_p, _c_int64_p, _c_int64_p, _c_int64_p]),
+    "kiln_executable_memory": (_INT, [_P, _c_int64_p, _c_int64_p, _c_int64_p]),
 }
 
 for _name, (_restype, _argtypes) in _PROTOTYPES.items():

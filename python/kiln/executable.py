@@ -67,6 +67,15 @@ class Executable:
         return result
 
     @property
+    def memory(self):
+        """Device bytes: {"arena" (the intermediates' shared arena per run), "live_bound" (the
+        most intermediate bytes live at once: no buffer plan needs fewer), "constants" (weights
+        and other constants, uploaded once)}. Inputs and outputs are the caller's."""
+        counts = [ctypes.c_int64() for _ in range(3)]
+        check(lib.kiln_executable_memory(self._handle, *(ctypes.byref(c) for c in counts)))
+        return dict(zip(("arena", "live_bound", "constants"), (c.value for c in counts)))
+
+    @property
     def graph(self):
         """The source graph (a kiln.Graph borrowed from this executable, which it keeps alive)."""
         graph = ctypes.c_void_p()

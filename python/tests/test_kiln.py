@@ -152,6 +152,15 @@ class CompileTest(unittest.TestCase):
         with self.assertRaises(kiln.KilnIOError):
             kiln.load("/nonexistent/x.kiln")
 
+    def test_memory_reports_the_arena_and_its_liveness_bound(self):
+        # The transformer block has intermediates (the arena); its weights are inputs here.
+        exe = kiln.compile(SMALL / "transformer_block.json", device="sm_90a", cache_dir="")
+        memory = exe.memory
+        self.assertEqual(set(memory), {"arena", "live_bound", "constants"})
+        self.assertGreater(memory["live_bound"], 0)
+        self.assertGreaterEqual(memory["arena"], memory["live_bound"])
+        self.assertGreaterEqual(memory["constants"], 0)
+
     def test_cuda_graph_option_and_launch_counts(self):
         exe = kiln.compile(SMALL / "softmax.json", device="sm_90a", cache_dir="")
         self.assertFalse(exe.cuda_graph)

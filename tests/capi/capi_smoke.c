@@ -149,6 +149,14 @@ static void check_loaded_softmax(const char* path) {
   CHECK(kernels >= 1 && library_calls == 0 && copies == 0 && graph_launches == 0,
         "stream launches: %lld kernels, %lld library calls, %lld copies, %lld graphs", (long long)kernels,
         (long long)library_calls, (long long)copies, (long long)graph_launches);
+  /* Memory (no GPU needed): the arena is never below its liveness bound. */
+  int64_t arena = -1, live_bound = -1, constant_bytes = -1;
+  CHECK_OK(kiln_executable_memory(exe, &arena, &live_bound, &constant_bytes));
+  CHECK(arena >= live_bound && live_bound >= 0 && constant_bytes >= 0, "memory: arena %lld, bound %lld, constants %lld",
+        (long long)arena, (long long)live_bound, (long long)constant_bytes);
+  CHECK_OK(kiln_executable_memory(exe, NULL, NULL, NULL));
+  expect_error(kiln_executable_memory(NULL, &arena, NULL, NULL), KILN_ERROR_INVALID_ARGUMENT, "executable is NULL",
+               "memory of NULL");
   CHECK_OK(kiln_executable_set_cuda_graph(exe, 1));
   CHECK_OK(kiln_executable_launches(exe, &kernels, NULL, NULL, &graph_launches));
   CHECK(kernels == 0 && graph_launches == 1, "graph launches: %lld kernels, %lld graphs", (long long)kernels,
