@@ -363,7 +363,8 @@ def over_prediction(bench):
 def run_kiln(kiln, graph_path, args):
     """`kiln bench --flush-l2` on the graph: its JSON record, or {"error": ...}."""
     out = graph_path.with_suffix(".bench.json")
-    command = [kiln, "bench", str(graph_path), "--flush-l2", "--reps", str(args.reps), "--json", str(out)]
+    command = [kiln, "bench", str(graph_path), "--flush-l2", "--reps", str(args.reps), "--json", str(out),
+               "--device", args.cost_device]
     if args.no_tune:
         command.append("--no-tune")
     start = time.perf_counter()
@@ -502,7 +503,8 @@ def method(args):
                   "a 256 MiB buffer is read on the same stream, leaving L2 cold and clean (kiln: kiln bench "
                   "--flush-l2; torch: peers.py's Timer, an amax over it); the median",
         "torch_reps": f"{args.warmup} warm-ups, then two rounds of {math.ceil(args.reps / 2)} calls",
-        "kiln_reps": f"kiln bench --reps {args.reps} (5 warm-ups){' --no-tune' if args.no_tune else ''}",
+        "kiln_reps": f"kiln bench --reps {args.reps} --device {args.cost_device} (5 warm-ups)"
+                     f"{' --no-tune' if args.no_tune else ''}",
         "floor_over_kiln": "kiln floor_us / kiln graph_us, both from kiln bench (its own copy bandwidth): 1.00 is the floor",
         "speedup_over_compile": "torch.compile median_us / kiln graph_us",
         "prediction_error": "kiln graph_us / predicted_us - 1",
@@ -721,6 +723,9 @@ def parse_args(argv):
     p.add_argument("--no-compile", action="store_true", help="time torch eager, not torch.compile")
     p.add_argument("--kiln-only", action="store_true", help="time kiln alone (needs no torch)")
     p.add_argument("--no-tune", action="store_true", help="kiln bench --no-tune: heuristic launch parameters")
+    p.add_argument("--cost-device", default="auto",
+                   help="kiln bench --device: the cost model's spec for plans and predictions (default auto: this "
+                        "GPU's queried SMs, L2 and bandwidth; h100 or h200 name a fixed spec)")
     p.add_argument("--check", action="store_true", help="also `kiln run GRAPH --check` per workload")
     p.add_argument("--seed", type=int, default=0, help="seed of torch's random inputs")
     p.add_argument("--json", type=pathlib.Path, help="write every figure, the device and the versions here")

@@ -51,19 +51,20 @@ TS_OPSET = 18
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, manual=False, attn_dropout=0.0):
+    def __init__(self, manual=False, attn_dropout=0.0, hidden=HIDDEN, heads=HEADS):
         super().__init__()
-        self.qkv = nn.Linear(HIDDEN, 3 * HIDDEN)
-        self.proj = nn.Linear(HIDDEN, HIDDEN)
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.proj = nn.Linear(hidden, hidden)
+        self.heads = heads
         self.manual = manual
         self.attn_dropout = nn.Dropout(attn_dropout)
 
     def forward(self, x):
         b, s, h = x.shape
         q, k, v = self.qkv(x).split(h, dim=-1)
-        q, k, v = (t.view(b, s, HEADS, h // HEADS).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
         if self.manual:
-            scores = (q @ k.transpose(-2, -1)) * (1.0 / (h // HEADS) ** 0.5)
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / (h // self.heads) ** 0.5)
             mask = torch.triu(torch.ones(s, s, dtype=torch.bool, device=x.device), diagonal=1)
             scores = scores.masked_fill(mask, float("-inf"))
             y = self.attn_dropout(torch.softmax(scores, dim=-1)) @ v
@@ -73,13 +74,13 @@ class CausalSelfAttention(nn.Module):
 
 
 class Gpt2Block(nn.Module):
-    def __init__(self, manual=False, approximate="none", dropout=0.0, attn_dropout=0.0):
+    def __init__(self, manual=False, approximate="none", dropout=0.0, attn_dropout=0.0, hidden=HIDDEN, heads=HEADS):
         super().__init__()
-        self.ln1 = nn.LayerNorm(HIDDEN)
-        self.attn = CausalSelfAttention(manual, attn_dropout)
-        self.ln2 = nn.LayerNorm(HIDDEN)
-        self.fc1 = nn.Linear(HIDDEN, 4 * HIDDEN)
-        self.fc2 = nn.Linear(4 * HIDDEN, HIDDEN)
+        self.ln1 = nn.LayerNorm(hidden)
+        self.attn = CausalSelfAttention(manual, attn_dropout, hidden, heads)
+        self.ln2 = nn.LayerNorm(hidden)
+        self.fc1 = nn.Linear(hidden, 4 * hidden)
+        self.fc2 = nn.Linear(4 * hidden, hidden)
         self.approximate = approximate
         self.drop = nn.Dropout(dropout)
         self.return_parts = dropout > 0
@@ -92,20 +93,21 @@ class Gpt2Block(nn.Module):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=HIDDEN, heads=HEADS):
         super().__init__()
-        self.norm1 = nn.RMSNorm(HIDDEN, eps=1e-6)
-        self.wqkv = nn.Linear(HIDDEN, 3 * HIDDEN, bias=False)
-        self.wo = nn.Linear(HIDDEN, HIDDEN, bias=False)
-        self.norm2 = nn.RMSNorm(HIDDEN, eps=1e-6)
-        self.w1 = nn.Linear(HIDDEN, 2 * HIDDEN, bias=False)
-        self.w3 = nn.Linear(HIDDEN, 2 * HIDDEN, bias=False)
-        self.w2 = nn.Linear(2 * HIDDEN, HIDDEN, bias=False)
+        self.heads = heads
+        self.norm1 = nn.RMSNorm(hidden, eps=1e-6)
+        self.wqkv = nn.Linear(hidden, 3 * hidden, bias=False)
+        self.wo = nn.Linear(hidden, hidden, bias=False)
+        self.norm2 = nn.RMSNorm(hidden, eps=1e-6)
+        self.w1 = nn.Linear(hidden, 2 * hidden, bias=False)
+        self.w3 = nn.Linear(hidden, 2 * hidden, bias=False)
+        self.w2 = nn.Linear(2 * hidden, hidden, bias=False)
 
     def forward(self, x):
         b, s, h = x.shape
         q, k, v = self.wqkv(self.norm1(x)).split(h, dim=-1)
-        q, k, v = (t.view(b, s, HEADS, h // HEADS).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.wo(a.transpose(1, 2).reshape(b, s, h))
         n = self.norm2(x)
@@ -113,36 +115,39 @@ class LlamaBlock(nn.Module):
 
 
 class CrossEntropyHead(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden=HIDDEN, vocab=VOCAB):
         super().__init__()
-        self.head = nn.Linear(HIDDEN, VOCAB)
+        self.vocab = vocab
+        self.head = nn.Linear(hidden, vocab)
 
     def forward(self, x, targets):
         logits = self.head(x)
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1), ignore_index=-100)
+        loss = F.cross_entropy(logits.reshape(-1, self.vocab), targets.reshape(-1), ignore_index=-100)
         return loss, logits
 
 
-def make(name):
-    """(module, example inputs, training mode) for a fixture name."""
+def make(name, hidden=HIDDEN, heads=HEADS, seq=SEQ, batch=BATCH, vocab=VOCAB):
+    """(module, example inputs, training mode) for a fixture name; the sizes default to the
+    fixtures' (bench/models.py makes the same modules at a user's size)."""
     torch.manual_seed(0)
-    x = torch.randn(BATCH, SEQ, HIDDEN)
+    x = torch.randn(batch, seq, hidden)
+    block = dict(hidden=hidden, heads=heads)
     if name == "gpt2_sdpa":
-        return Gpt2Block(), (x,), False
+        return Gpt2Block(**block), (x,), False
     if name == "gpt2_manual":
-        return Gpt2Block(manual=True), (x,), False
+        return Gpt2Block(manual=True, **block), (x,), False
     if name == "gpt2_tanh":
-        return Gpt2Block(approximate="tanh"), (x,), False
+        return Gpt2Block(approximate="tanh", **block), (x,), False
     if name == "gpt2_dropout":
-        return Gpt2Block(dropout=0.1), (x,), True
+        return Gpt2Block(dropout=0.1, **block), (x,), True
     if name == "gpt2_attn_dropout":
-        return Gpt2Block(manual=True, attn_dropout=0.1), (x,), True
+        return Gpt2Block(manual=True, attn_dropout=0.1, **block), (x,), True
     if name == "llama":
-        return LlamaBlock(), (x,), False
+        return LlamaBlock(**block), (x,), False
     if name == "ce_head":
-        t = torch.randint(0, VOCAB, (BATCH, SEQ))
-        t[0, 1] = -100  # one ignored position
-        return CrossEntropyHead(), (x, t), False
+        t = torch.randint(0, vocab, (batch, seq))
+        t[0, min(1, seq - 1)] = -100  # one ignored position
+        return CrossEntropyHead(hidden, vocab), (x, t), False
     raise ValueError(name)
 
 
