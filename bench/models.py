@@ -87,13 +87,27 @@ class Case:
         self.tokens = None
 
 
+def phase(what):
+    """A timestamped line on stderr: where a row spends its time (a 4096-hidden block takes
+    minutes to export, and a call that runs out of time should say where it was)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
+
+
 def _export(module, inputs, path, device="cpu"):
     """The dynamo exporter, opset 18, weights inline, from a copy of the module on `device`. On
     the CPU by default: on CUDA, torch 2.11 keeps nn.RMSNorm as aten._fused_rms_norm, which the
-    exporter cannot translate (the fixtures were exported on the CPU too)."""
+    exporter cannot translate (the fixtures were exported on the CPU too). An export already in
+    the work directory is reused (the module and its seed are fixed, so it is the same file)."""
+    if path.exists():
+        phase(f"reusing {path}")
+        return
+    phase(f"exporting {path.name}")
     module = copy.deepcopy(module).to(device)
     inputs = tuple(t.to(device) for t in inputs)
-    torch.onnx.export(module, inputs, str(path), dynamo=True, opset_version=18, external_data=False)
+    partial = path.with_suffix(".partial.onnx")
+    torch.onnx.export(module, inputs, str(partial), dynamo=True, opset_version=18, external_data=False)
+    partial.rename(path)  # only a finished export is reused
+    phase(f"exported {path.name} ({path.stat().st_size / 2**20:.0f} MiB)")
 
 
 def block_case(tokens, workdir):
@@ -209,6 +223,7 @@ def run_case(case, args):
     row = {"model": case.name, "size": case.size, "dtype": case.dtype, "tokens": case.tokens,
            "training": case.training}
     torch.manual_seed(1)
+    phase(f"kiln compile {case.source}")
     t0 = time.perf_counter()
     exe = kiln.compile(str(case.source), tune=args.tune, cost_device="auto")
     row["kiln_compile_s"] = round(time.perf_counter() - t0, 2)
@@ -226,6 +241,7 @@ def run_case(case, args):
     compile_s = {}
     with torch.no_grad():
         for mode in args.modes:
+            phase(f"torch {mode}: first call")
             fn = torch_fn(case, mode)
             t0 = time.perf_counter()
             fn(*case.inputs)
@@ -236,6 +252,7 @@ def run_case(case, args):
         for call in calls.values():
             for _ in range(args.warmup):
                 call()
+        phase("timing")
         blocks = {b: [] for b in calls}
         for _ in range(args.reps):
             for b, call in calls.items():
