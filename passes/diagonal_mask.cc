@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "ir/tensor.h"
 
 namespace kiln {
@@ -35,12 +36,19 @@ class Analysis {
   std::optional<Form> Of(const Node* node) {
     auto it = memo_.find(node);
     if (it != memo_.end()) return it->second;
-    if (static_cast<int>(memo_.size()) >= kMaxNodes) return std::nullopt;
+    if (static_cast<int>(memo_.size()) >= kMaxNodes) {
+      Fail(node, absl::StrCat("more than ", kMaxNodes, " ops below the mask"));
+      return std::nullopt;
+    }
     memo_[node] = std::nullopt;  // a placeholder while the operands are analysed
     std::optional<Form> f = Compute(node);
     memo_[node] = f;
     return f;
   }
+
+  int visited() const { return static_cast<int>(memo_.size()); }
+  // Why the analysis stopped: at the first node it could not follow (the deepest).
+  const std::string& failure() const { return failure_; }
 
   // The node's value at plane point (i, j), with its dtype's rounding; Of(node) must have
   // succeeded (every node below it is one of the ops Compute accepts).
@@ -100,8 +108,22 @@ class Analysis {
     return true;
   }
 
+  void Fail(const Node* node, const std::string& why) {
+    if (failure_.empty()) failure_ = absl::StrCat(node->name(), " (", OpName(node->op()), "): ", why);
+  }
+
   std::optional<Form> Compute(const Node* node) {
-    if (!OnPlane(node)) return std::nullopt;
+    std::optional<Form> f = ComputeForm(node);
+    if (!f) Fail(node, "not an index function of j - i");
+    return f;
+  }
+
+  std::optional<Form> ComputeForm(const Node* node) {
+    if (!OnPlane(node)) {
+      Fail(node, absl::StrCat("its shape ", ShapeToString(node->shape()), " does not lie on the ", s_, " x ", t_,
+                              " plane"));
+      return std::nullopt;
+    }
     const Shape& shape = node->shape();
     const int64_t r = static_cast<int64_t>(shape.size());
     std::vector<Form> in;
@@ -129,7 +151,10 @@ class Analysis {
         if (value->num_elements() == 0) return std::nullopt;
         const double v = value->GetF64(0);
         for (int64_t e = 1; e < value->num_elements(); ++e) {
-          if (value->GetF64(e) != v && !(std::isnan(v) && std::isnan(value->GetF64(e)))) return std::nullopt;
+          if (value->GetF64(e) != v && !(std::isnan(v) && std::isnan(value->GetF64(e)))) {
+            Fail(node, "a constant that is not a splat");
+            return std::nullopt;
+          }
         }
         // A splat: affine (a constant) when it is a small integer, else diagonal (it does not
         // vary at all) but kept out of affine arithmetic.
@@ -141,7 +166,8 @@ class Analysis {
         if (shape[axis] == 1) return Form{true, 0, 0, 0};
         if (axis == r - 1) return Form{true, 0, 1, 0};
         if (axis == r - 2) return Form{true, 1, 0, 0};
-        return std::nullopt;  // varies along a leading axis
+        Fail(node, "an iota along a leading axis");
+        return std::nullopt;
       }
       case OpKind::kBroadcastTo:
         return in[0];
@@ -187,6 +213,7 @@ class Analysis {
         if (in[0].affine && in[1].affine) {
           const double ai = in[0].ai - in[1].ai, aj = in[0].aj - in[1].aj;
           if (ai == -aj) return Form{};
+          Fail(node, "compares values that depend on i and j, not on j - i alone");
           return std::nullopt;
         }
         return diagonal();
@@ -197,28 +224,39 @@ class Analysis {
       case OpKind::kLogicalOr:
       case OpKind::kWhere:
         return diagonal();
-      default:
-        return std::nullopt;  // an input, a reduction, an op with other index semantics
+      default:  // an input, a reduction, an op with other index semantics
+        Fail(node, node->op() == OpKind::kInput ? "a graph input: the mask is data" : "an op the analysis does not follow");
+        return std::nullopt;
     }
   }
 
   int64_t s_, t_;
   absl::flat_hash_map<const Node*, std::optional<Form>> memo_;
+  std::string failure_;
 };
 
 }  // namespace
 
-bool IsCausalIndexMask(const Node* mask, int64_t s, int64_t t, const std::function<bool(double)>& keep) {
-  if (s <= 0 || t <= 0) return false;
+IndexMaskVerdict AnalyzeIndexMask(const Node* mask, int64_t s, int64_t t, const std::function<bool(double)>& keep) {
+  if (s <= 0 || t <= 0) return {false, "an empty plane"};
   Analysis analysis(s, t);
   std::optional<Form> form = analysis.Of(mask);
-  if (!form || !form->Diagonal()) return false;
+  if (!form) return {false, analysis.failure()};
+  if (!form->Diagonal()) return {false, absl::StrCat(mask->name(), " depends on i and j, not on j - i alone")};
   // One point per diagonal d = j - i: (i, j) = (max(0, -d), max(0, -d) + d).
   for (int64_t d = -(s - 1); d <= t - 1; ++d) {
     const int64_t i = std::max<int64_t>(0, -d), j = i + d;
-    if (keep(analysis.Eval(mask, i, j)) != (j <= i)) return false;
+    const bool kept = keep(analysis.Eval(mask, i, j));
+    if (kept != (j <= i)) {
+      return {false, absl::StrCat("a function of j - i (", analysis.visited(), " nodes) that ",
+                                  kept ? "keeps" : "masks", " the diagonal j - i = ", d, ", which causal ",
+                                  kept ? "masks" : "keeps")};
+    }
   }
-  return true;
+  return {true, absl::StrCat("a function of j - i (", analysis.visited(),
+                             " nodes of iotas, constants and pointwise ops), j <= i on all ",
+                             s + t - 1, " diagonals")};
 }
+
 
 }  // namespace kiln

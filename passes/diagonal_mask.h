@@ -21,15 +21,22 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "ir/graph.h"
 
 namespace kiln {
 
-// True when `mask`, broadcast over [..., s, t], is a function of indices and splat constants
-// only and `keep(value)` holds exactly where j <= i. False when it is not, or when the
-// analysis cannot tell.
-bool IsCausalIndexMask(const Node* mask, int64_t s, int64_t t, const std::function<bool(double)>& keep);
+// Whether `mask`, broadcast over [..., s, t], is a function of indices and splat constants
+// only and `keep(value)` holds exactly where j <= i, and in one sentence why (or why not: the
+// first node the analysis could not follow, or the diagonal where the mask differs), for
+// `kiln dump` and the ledger.
+struct IndexMaskVerdict {
+  bool causal = false;
+  std::string why;
+};
+IndexMaskVerdict AnalyzeIndexMask(const Node* mask, int64_t s, int64_t t, const std::function<bool(double)>& keep);
+
 
 }  // namespace kiln
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "ir/base/status.h"
 #include "passes/diagonal_mask.h"
 #include "passes/rewrite_util.h"
@@ -35,11 +36,15 @@ bool IsCausalConstant(const Node* mask, int64_t s, int64_t t, Keep keep) {
   return true;
 }
 
-// A constant (IsCausalConstant) or a subgraph of indices (IsCausalIndexMask) that keeps
-// exactly j <= i.
+// Whether `mask` keeps exactly j <= i, and why: a constant (IsCausalConstant) or a subgraph of
+// indices (AnalyzeIndexMask).
 template <typename Keep>
-bool IsCausal(const Node* mask, int64_t s, int64_t t, Keep keep) {
-  return IsCausalConstant(mask, s, t, keep) || IsCausalIndexMask(mask, s, t, keep);
+IndexMaskVerdict Causality(const Node* mask, int64_t s, int64_t t, Keep keep) {
+  if (mask->op() == OpKind::kConstant) {
+    if (IsCausalConstant(mask, s, t, keep)) return {true, "a constant lower triangle"};
+    if (mask->num_elements() > 1) return {false, "a constant that is not the lower triangle j <= i"};
+  }
+  return AnalyzeIndexMask(mask, s, t, keep);
 }
 
 bool IsNegInf(const Node* node) {
@@ -63,7 +68,7 @@ double PeelScalarFactor(const Graph& graph, Node*& x) {
 }
 
 // Tries to match the pattern ending at `out` (a matmul). Returns the attention node or null.
-Node* Match(Graph& graph, Node* out) {
+Node* Match(Graph& graph, Node* out, std::vector<PassDecision>& decisions) {
   if (out->op() != OpKind::kMatmul) return nullptr;
   Node* p = out->operand(0);
   Node* v = out->operand(1);
@@ -117,28 +122,26 @@ Node* Match(Graph& graph, Node* out) {
   int64_t seq = q->shape()[q->shape().size() - 2], keys = k->shape()[k->shape().size() - 2];
   bool causal = false;
   std::vector<Node*> operands = {q, k, v};
+  IndexMaskVerdict verdict;
+  const Node* mask = drop_mask != nullptr ? drop_mask : keep_mask != nullptr ? keep_mask : additive_mask;
   if (drop_mask != nullptr) {
-    if (IsCausal(drop_mask, seq, keys, [](double x) { return x == 0; })) {
-      causal = true;
-    } else {
+    verdict = Causality(drop_mask, seq, keys, [](double x) { return x == 0; });
+    if (!verdict.causal) {
       operands.push_back(rw.Add(OpKind::kWhere, {drop_mask, rw.Scalar(-INFINITY, q->dtype()),
                                                  rw.Scalar(0.0, q->dtype())}));
     }
   } else if (keep_mask != nullptr) {
-    if (IsCausal(keep_mask, seq, keys, [](double x) { return x != 0; })) {
-      causal = true;
-    } else {
+    verdict = Causality(keep_mask, seq, keys, [](double x) { return x != 0; });
+    if (!verdict.causal) {
       // masked_fill with a run-time mask: attend where true, i.e. additive 0 / -inf.
       operands.push_back(rw.Add(OpKind::kWhere, {keep_mask, rw.Scalar(0.0, q->dtype()),
                                                  rw.Scalar(-INFINITY, q->dtype())}));
     }
   } else if (additive_mask != nullptr) {
-    if (IsCausal(additive_mask, seq, keys, [](double x) { return x == 0; })) {
-      causal = true;
-    } else {
-      operands.push_back(additive_mask);
-    }
+    verdict = Causality(additive_mask, seq, keys, [](double x) { return x == 0; });
+    if (!verdict.causal) operands.push_back(additive_mask);
   }
+  causal = verdict.causal;
   Attributes attrs = {{"scale", scale}, {"causal", causal}};
   if (dropout != nullptr) {
     attrs.Set("dropout", dropout->attrs().GetFloat("p"));
@@ -162,6 +165,16 @@ Node* Match(Graph& graph, Node* out) {
   if (!attention.ok() || (*attention)->shape() != out->shape() || (*attention)->dtype() != out->dtype()) {
     return nullptr;  // shapes outside what attention takes (e.g. broadcast batch dims)
   }
+  if (mask != nullptr) {
+    decisions.push_back(
+        {{out->name(), mask->name()},
+         causal ? FusionDecision::Allow("attention-causal",
+                                        absl::StrCat("mask ", mask->name(), " is causal: ", verdict.why,
+                                                     "; attention skips the masked key tiles and never reads a mask"))
+                : FusionDecision::Forbid("attention-causal",
+                                         absl::StrCat("mask ", mask->name(), " is not taken for causal (",
+                                                      verdict.why, "): attention reads it as an additive mask"))});
+  }
   return *attention;
 }
 
@@ -169,9 +182,10 @@ Node* Match(Graph& graph, Node* out) {
 
 absl::StatusOr<bool> MatchAttention::Run(Graph& graph) {
   bool changed = false;
+  decisions_.clear();
   Replacements replacements;
   for (Node* node : graph.PostOrder()) {
-    Node* attention = Match(graph, node);
+    Node* attention = Match(graph, node, decisions_);
     if (attention == nullptr) continue;
     replacements.Replace(graph, node, attention);
     changed = true;

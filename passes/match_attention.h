@@ -10,11 +10,15 @@
 //     | where(drop, -inf, s)               optional boolean mask (masked_fill: drop where true)
 //   p = softmax(s, last axis)
 //   y = matmul(p, v)
-// A constant mask that is lower-triangular (keep j <= i; additive 0 / -inf) becomes
-// causal = true; any other mask becomes the attention's additive mask operand. Every
-// intermediate must have no other user (otherwise S x T would still be materialised).
+// A mask that keeps exactly j <= i (a constant lower triangle, or a subgraph of indices that
+// passes/diagonal_mask.h proves to be one) becomes causal = true; any other mask becomes the
+// attention's additive mask operand. Each matched mask is a decision with its reason
+// (`kiln dump`, the ledger's pass_decision records). Every intermediate must have no other user
+// (otherwise S x T would still be materialised).
 #ifndef KILN_PASSES_MATCH_ATTENTION_H_
 #define KILN_PASSES_MATCH_ATTENTION_H_
+
+#include <vector>
 
 #include "passes/pass.h"
 
@@ -27,6 +31,10 @@ class MatchAttention : public Pass {
     return "replace matmul-scale-mask-softmax-matmul chains with one attention op";
   }
   absl::StatusOr<bool> Run(Graph& graph) override;
+  std::vector<PassDecision> TakeDecisions() override { return std::move(decisions_); }
+
+ private:
+  std::vector<PassDecision> decisions_;
 };
 
 }  // namespace kiln

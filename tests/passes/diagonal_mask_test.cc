@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
 #include "passes/match_attention.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/testing/filecheck.h"
@@ -42,9 +43,10 @@ std::unique_ptr<Graph> MaskGraph(int64_t s, int64_t t, int64_t k, const std::str
   return Parse(absl::StrCat("graph g() {", ExportedMask(s, t, k, cmp), "    return mask\n  }"));
 }
 
-bool AdditiveCausal(const Graph& g, int64_t s, int64_t t) {
-  return IsCausalIndexMask(g.outputs()[0].node, s, t, [](double x) { return x == 0; });
+IndexMaskVerdict Additive(const Graph& g, int64_t s, int64_t t) {
+  return AnalyzeIndexMask(g.outputs()[0].node, s, t, [](double x) { return x == 0; });
 }
+bool AdditiveCausal(const Graph& g, int64_t s, int64_t t) { return Additive(g, s, t).causal; }
 
 TEST(DiagonalMaskTest, TheExportersCausalMaskIsCausalAtAnyLength) {
   for (int64_t n : {1, 7, 1024, 4096}) {
@@ -59,6 +61,12 @@ TEST(DiagonalMaskTest, TheExportersCausalMaskIsCausalAtAnyLength) {
   EXPECT_TRUE(AdditiveCausal(*MaskGraph(3, 5, 0, "le"), 3, 5));
   // A plane of another size than the attention's is not taken for it.
   EXPECT_FALSE(AdditiveCausal(*MaskGraph(8, 8, 0, "le"), 16, 16));
+  // The reasons name what was proven, or where the mask differs.
+  EXPECT_EQ(Additive(*MaskGraph(1024, 1024, 0, "le"), 1024, 1024).why,
+            "a function of j - i (12 nodes of iotas, constants and pointwise ops), j <= i on all 2047 diagonals");
+  EXPECT_EQ(Additive(*MaskGraph(1024, 1024, -1, "le"), 1024, 1024).why,
+            "a function of j - i (12 nodes) that masks the diagonal j - i = 0, which causal keeps");
+  EXPECT_THAT(Additive(*MaskGraph(8, 8, 0, "le"), 16, 16).why, ::testing::HasSubstr("does not lie on the 16 x 16 plane"));
 }
 
 // A comparison of i with a scaled j depends on more than j - i: not provable, so not causal.
@@ -71,7 +79,9 @@ TEST(DiagonalMaskTest, IndexFunctionsOfMoreThanTheDiagonalAreRefused) {
     keep: bool[64,64] = le(j2, i)
     return keep
   })");
-  EXPECT_FALSE(IsCausalIndexMask(g->outputs()[0].node, 64, 64, [](double x) { return x != 0; }));
+  const IndexMaskVerdict v = AnalyzeIndexMask(g->outputs()[0].node, 64, 64, [](double x) { return x != 0; });
+  EXPECT_FALSE(v.causal);
+  EXPECT_EQ(v.why, "keep (le): compares values that depend on i and j, not on j - i alone");
 }
 
 // A mask that reads a run-time input is data, not indices.
@@ -84,7 +94,9 @@ TEST(DiagonalMaskTest, AMaskOfAnInputIsNotAnalysed) {
     y: f32[64,64] = where(keep, m, ninf)
     return y
   })");
-  EXPECT_FALSE(IsCausalIndexMask(g->outputs()[0].node, 64, 64, [](double x) { return x == 0; }));
+  const IndexMaskVerdict v = AnalyzeIndexMask(g->outputs()[0].node, 64, 64, [](double x) { return x == 0; });
+  EXPECT_FALSE(v.causal);
+  EXPECT_EQ(v.why, "m (input): a graph input: the mask is data");
 }
 
 // The whole pattern at 1024 tokens: attention becomes causal and reads no mask.
@@ -100,6 +112,13 @@ TEST(DiagonalMaskTest, MatchAttentionTakesTheExportedMaskAsCausal) {
   })"));
   MatchAttention pass;
   EXPECT_TRUE(RunPass(pass, *g));
+  // The match is a decision with its reason, for `kiln dump` and the ledger.
+  const std::vector<PassDecision> decisions = pass.TakeDecisions();
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_TRUE(decisions[0].decision);
+  EXPECT_EQ(decisions[0].decision.reason(),
+            "mask mask is causal: a function of j - i (12 nodes of iotas, constants and pointwise ops), j <= i on all 2047 diagonals; "
+            "attention skips the masked key tiles and never reads a mask");
   const std::string out = PrintGraph(*g);
   EXPECT_TRUE(FileCheck(out, "CHECK: attention(q, k, v) {causal = true, dropout = 0.0, offset = 0, scale = 1.0, seed = 0}"))
       << out;
