@@ -46,6 +46,10 @@ class Analysis {
     return f;
   }
 
+  // Whether `f` depends on (i, j) through d = j - i alone: by its form, or because the plane
+  // has one row (i = 0: a function of j is one of d) or one column (j = 0).
+  bool Diagonal(const Form& f) const { return f.Diagonal() || s_ == 1 || t_ == 1; }
+
   int visited() const { return static_cast<int>(memo_.size()); }
   // Why the analysis stopped: at the first node it could not follow (the deepest).
   const std::string& failure() const { return failure_; }
@@ -134,7 +138,7 @@ class Analysis {
     }
     auto diagonal = [&]() -> std::optional<Form> {
       for (const Form& f : in) {
-        if (!f.Diagonal()) return std::nullopt;
+        if (!Diagonal(f)) return std::nullopt;
       }
       return Form{};
     };
@@ -211,8 +215,8 @@ class Analysis {
       case OpKind::kGe:
         // A comparison of two affine forms depends on their difference only.
         if (in[0].affine && in[1].affine) {
-          const double ai = in[0].ai - in[1].ai, aj = in[0].aj - in[1].aj;
-          if (ai == -aj) return Form{};
+          const Form diff{true, in[0].ai - in[1].ai, in[0].aj - in[1].aj, 0};
+          if (Diagonal(diff)) return Form{};
           Fail(node, "compares values that depend on i and j, not on j - i alone");
           return std::nullopt;
         }
@@ -242,7 +246,7 @@ IndexMaskVerdict AnalyzeIndexMask(const Node* mask, int64_t s, int64_t t, const 
   Analysis analysis(s, t);
   std::optional<Form> form = analysis.Of(mask);
   if (!form) return {false, analysis.failure()};
-  if (!form->Diagonal()) return {false, absl::StrCat(mask->name(), " depends on i and j, not on j - i alone")};
+  if (!analysis.Diagonal(*form)) return {false, absl::StrCat(mask->name(), " depends on i and j, not on j - i alone")};
   // One point per diagonal d = j - i: (i, j) = (max(0, -d), max(0, -d) + d).
   for (int64_t d = -(s - 1); d <= t - 1; ++d) {
     const int64_t i = std::max<int64_t>(0, -d), j = i + d;

@@ -595,6 +595,7 @@ class Generator {
     KILN_ASSIGN_OR_RETURN(Value q, NewInput(dtype, shape(sq, d)));
     KILN_ASSIGN_OR_RETURN(Value k, NewInput(dtype, shape(sk, d)));
     KILN_ASSIGN_OR_RETURN(Value v, NewInput(dtype, shape(sk, e)));
+    if (rng_.Chance(0.25)) return WrittenOutAttention(q, k, v, sq, sk, d);
     std::vector<Value> operands = {q, k, v};
     if (rng_.Chance(0.4)) {
       const Shape scores = rank3 ? Shape{batch * heads, sq, sk} : Shape{batch, heads, sq, sk};
@@ -625,6 +626,63 @@ class Generator {
     std::vector<Value> lse = {operands[0], operands[1]};
     if (operands.size() > 3) lse.push_back(operands[3]);
     return Add(OpKind::kAttentionLse, lse, std::move(attrs), INFINITY, false, false).status();
+  }
+
+  // Attention written out as exporters write it, for match_attention: softmax(q k^T * c + mask)
+  // v with an index mask, j - i <= kd (le) or j - i < kd (lt) through iotas, as an additive
+  // 0 / -inf, as a where on the scores, or in the form torch's ONNX export of is_causal takes
+  // (where(trilu(ones) == 0, -inf, 0)). match_attention must take it for causal exactly when it
+  // keeps j <= i (le 0, lt 1); other diagonals stay a mask, and the plan check compares both with
+  // the graph as written. kd >= 0 keeps the diagonal, so no row is fully masked (there
+  // attention's 0 and softmax's NaN differ by definition).
+  absl::Status WrittenOutAttention(const Value& q, const Value& k, const Value& v, int64_t sq, int64_t sk, int64_t d) {
+    const DType dtype = q.dtype();
+    const int64_t rank = Rank(q);
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    KILN_ASSIGN_OR_RETURN(Value kt, Add(OpKind::kTranspose, {k}, {{"perm", perm}}, k.bound, true, false));
+    KILN_ASSIGN_OR_RETURN(Value s, Add(OpKind::kMatmul, {q, kt}, {}, q.bound * k.bound * d, false, false));
+    if (rng_.Chance(0.5)) {
+      KILN_ASSIGN_OR_RETURN(Value c, Scalar(dtype, rng_.Uniform(0.05, 0.5)));
+      KILN_ASSIGN_OR_RETURN(s, Add(OpKind::kMul, {s, c}, {}, s.bound, false, false));
+    }
+    const Shape plane{sq, sk};
+    const double extent = static_cast<double>(std::max(sq, sk));
+    KILN_ASSIGN_OR_RETURN(Value i, Add(OpKind::kIota, {}, {{"shape", plane}, {"axis", int64_t{0}}, {"dtype", std::string("i64")}},
+                                       extent, true, true));
+    KILN_ASSIGN_OR_RETURN(Value j, Add(OpKind::kIota, {}, {{"shape", plane}, {"axis", int64_t{1}}, {"dtype", std::string("i64")}},
+                                       extent, true, true));
+    KILN_ASSIGN_OR_RETURN(Value diag, Add(OpKind::kSub, {j, i}, {}, extent, true, false));
+    const bool lt = rng_.Chance(0.3);
+    const int64_t kd = rng_.Pick(std::vector<int64_t>{0, 0, 0, 1, 2});
+    KILN_ASSIGN_OR_RETURN(Value kc, Scalar(DType::kI64, static_cast<double>(lt ? kd + 1 : kd)));
+    KILN_ASSIGN_OR_RETURN(Value keep, Add(lt ? OpKind::kLt : OpKind::kLe, {diag, kc}, {}, 1, true, true));
+    KILN_ASSIGN_OR_RETURN(Value zero, Scalar(dtype, 0));
+    KILN_ASSIGN_OR_RETURN(Value ninf, Scalar(dtype, -INFINITY));
+    Value masked;
+    switch (rng_.Below(3)) {
+      case 0: {  // additive 0 / -inf
+        KILN_ASSIGN_OR_RETURN(Value mask, Add(OpKind::kWhere, {keep, zero, ninf}, {}, INFINITY, true, false));
+        KILN_ASSIGN_OR_RETURN(masked, Add(OpKind::kAdd, {s, mask}, {}, INFINITY, false, false));
+        break;
+      }
+      case 1: {  // masked_fill on the scores
+        KILN_ASSIGN_OR_RETURN(masked, Add(OpKind::kWhere, {keep, s, ninf}, {}, INFINITY, false, false));
+        break;
+      }
+      default: {  // torch's export: where(trilu(ones) == 0, -inf, 0)
+        KILN_ASSIGN_OR_RETURN(Value one, Scalar(dtype, 1));
+        KILN_ASSIGN_OR_RETURN(Value ones, Add(OpKind::kBroadcastTo, {one}, {{"shape", plane}}, 1, true, true));
+        KILN_ASSIGN_OR_RETURN(Value tril, Add(OpKind::kWhere, {keep, ones, zero}, {}, 1, true, true));
+        KILN_ASSIGN_OR_RETURN(Value dropped, Add(OpKind::kEq, {tril, zero}, {}, 1, true, true));
+        KILN_ASSIGN_OR_RETURN(Value mask, Add(OpKind::kWhere, {dropped, ninf, zero}, {}, INFINITY, true, false));
+        KILN_ASSIGN_OR_RETURN(masked, Add(OpKind::kAdd, {s, mask}, {}, INFINITY, false, false));
+        break;
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Value p, Add(OpKind::kSoftmax, {masked}, {{"axis", rank - 1}}, 1, false, true));
+    return Add(OpKind::kMatmul, {p, v}, {}, v.bound, false, false).status();
   }
 
   Graph& graph_;

@@ -59,6 +59,9 @@ TEST(DiagonalMaskTest, TheExportersCausalMaskIsCausalAtAnyLength) {
   EXPECT_FALSE(AdditiveCausal(*MaskGraph(1024, 1024, 1, "le"), 1024, 1024));
   // j <= i on a 3 x 5 plane keeps the same elements as j - i <= 0 there.
   EXPECT_TRUE(AdditiveCausal(*MaskGraph(3, 5, 0, "le"), 3, 5));
+  // One query row (decoding): i = 0, so j <= i keeps key 0 alone; the mask is a function of j.
+  EXPECT_TRUE(AdditiveCausal(*MaskGraph(1, 300, 0, "le"), 1, 300));
+  EXPECT_FALSE(AdditiveCausal(*MaskGraph(1, 300, 1, "le"), 1, 300));
   // A plane of another size than the attention's is not taken for it.
   EXPECT_FALSE(AdditiveCausal(*MaskGraph(8, 8, 0, "le"), 16, 16));
   // The reasons name what was proven, or where the mask differs.
