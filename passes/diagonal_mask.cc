@@ -21,13 +21,10 @@ struct Form {
   double ai = 0, aj = 0, c = 0;
   bool Diagonal() const { return !affine || ai == -aj; }
   bool Constant() const { return affine && ai == 0 && aj == 0; }
-  // Integer coefficients and offset below 2^24: every value on the plane is an integer that
-  // f32 and the integer types hold exactly, so the affine form is the computed value.
-  bool Exact() const {
-    auto integral = [](double x) { return x == std::trunc(x) && std::fabs(x) < 16777216.0; };
-    return affine && integral(ai) && integral(aj) && integral(c);
-  }
 };
+
+// Below 2^24 every integer is exact in f32 (and in the integer types and double).
+constexpr double kExactLimit = 16777216.0;
 
 class Analysis {
  public:
@@ -49,6 +46,15 @@ class Analysis {
   // Whether `f` depends on (i, j) through d = j - i alone: by its form, or because the plane
   // has one row (i = 0: a function of j is one of d) or one column (j = 0).
   bool Diagonal(const Form& f) const { return f.Diagonal() || s_ == 1 || t_ == 1; }
+
+  // Whether the affine form is the computed value everywhere on the plane: integer
+  // coefficients and offset, and every value a_i i + a_j j + c below 2^24 in magnitude.
+  bool Exact(const Form& f) const {
+    auto integral = [](double x) { return x == std::trunc(x); };
+    const double largest = std::fabs(f.ai) * static_cast<double>(s_ - 1) +
+                           std::fabs(f.aj) * static_cast<double>(t_ - 1) + std::fabs(f.c);
+    return f.affine && integral(f.ai) && integral(f.aj) && integral(f.c) && largest < kExactLimit;
+  }
 
   int visited() const { return static_cast<int>(memo_.size()); }
   // Why the analysis stopped: at the first node it could not follow (the deepest).
@@ -96,7 +102,8 @@ class Analysis {
   static double Round(DType dtype, double v) {
     if (dtype == DType::kBool) return v != 0;
     if (IsInteger(dtype)) return std::trunc(v);
-    Tensor scalar(dtype, {});
+    if (dtype == DType::kF32) return static_cast<float>(v);
+    Tensor scalar(dtype, {});  // f16, bf16: the interpreter's rounding
     scalar.SetF64(0, v);
     return scalar.GetF64(0);
   }
@@ -145,7 +152,7 @@ class Analysis {
     // An affine result of arithmetic where it is exact (else only diagonal, if its operands are).
     auto affine = [&](double ai, double aj, double c) -> std::optional<Form> {
       const Form f{true, ai, aj, c};
-      if (f.Exact()) return f;
+      if (Exact(f)) return f;
       return diagonal();
     };
     const bool float_result = IsFloat(node->dtype());
@@ -163,7 +170,7 @@ class Analysis {
         // A splat: affine (a constant) when it is a small integer, else diagonal (it does not
         // vary at all) but kept out of affine arithmetic.
         const Form f{true, 0, 0, v};
-        return f.Exact() ? f : Form{};
+        return Exact(f) ? f : Form{};
       }
       case OpKind::kIota: {
         const int64_t axis = node->attrs().GetInt("axis");
