@@ -7,6 +7,7 @@
 #include "codegen/pointwise_expr.h"
 #include "gtest/gtest.h"
 #include "ir/graph.h"
+#include "ir/tensor.h"
 
 namespace kiln {
 namespace {
@@ -78,6 +79,30 @@ TEST(PointwiseExprTest, FloatLiteralsAreExact) {
   EXPECT_EQ(FloatLiteral(NAN), "kiln::kNaNF()");
   EXPECT_EQ(FloatLiteral(-0.0f), "-0.0f");
   EXPECT_EQ(IntLiteral(INT64_MIN), "(-9223372036854775807LL - 1)");
+}
+
+// x / c for a one-element float constant c is x * (1 / c) in f32: exact for a power of two,
+// within 1.5 ulp otherwise. A divisor that is not such a constant (an input, zero, a reciprocal
+// that would be subnormal) keeps the division.
+TEST(PointwiseExprTest, DivisionByAConstantIsAMultiplyByItsReciprocal) {
+  Graph g;
+  Node* x = *g.AddInput("x", DType::kF32, {4});
+  auto divide = [&](Node* divisor) {
+    Node* d = *g.AddNode(OpKind::kDiv, {x, divisor});
+    auto e = EmitPointwiseExpr(*d, {{"x", CType::kFloat}, {"c", CType::kFloat}}, "i");
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->code : std::string();
+  };
+  auto scalar = [&](float v) {
+    Tensor t(DType::kF32, {});
+    t.SetF64(0, v);
+    return *g.AddConstant(g.FreshName("c"), std::move(t));
+  };
+  EXPECT_EQ(divide(scalar(2.0f)), "(x * 0x1p-1f)");
+  EXPECT_EQ(divide(scalar(std::sqrt(2.0f))), "(x * " + FloatLiteral(static_cast<float>(1.0 / std::sqrt(2.0f))) + ")");
+  EXPECT_EQ(divide(scalar(0.0f)), "(x / c)");
+  EXPECT_EQ(divide(scalar(1e-39f)), "(x / c)");  // 1 / c is not a finite f32
+  EXPECT_EQ(divide(*g.AddInput("y", DType::kF32, {4})), "(x / c)");
 }
 
 TEST(PointwiseExprTest, IntegerArithmeticWrapsAndI32Wraps) {
