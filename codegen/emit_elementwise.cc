@@ -11,6 +11,8 @@
 // is a multiple of V (a vector never crosses a row), or every input is the full space or a
 // single element (the tensors are flat: a vector may cross rows), and a scalar loop finishes
 // the last count % V elements.
+// In place: a region with one output reports the inputs it may be written over
+// (KernelSource::in_place, InPlacePairs below); the buffer plan decides whether it is.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -241,6 +243,30 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Gather(const Node* n, const std::s
   return Value(x, SumTerms({Scale(outer, extent * inner), Scale(g, inner), within}));
 }
 
+// Pointwise regions with one output may write it over an input of the same element size read
+// at the output's own index (its shape is the whole space): thread i reads element i of every
+// input (or its vector [i, i + V)) before it writes element i of the output, and no other
+// thread reads element i of that input. One output only, because the scalar body computes and
+// stores its outputs one after another: a second output's loads would follow the first one's
+// store. Layout ops (a transpose reads another thread's element) and reductions are out.
+std::vector<std::pair<int, int>> InPlacePairs(const Region& r) {
+  if (r.kind != RegionKind::kPointwise || r.outputs.size() != 1 || r.outputs[0]->shape() != r.space) return {};
+  for (const Node* n : r.nodes) {
+    const OpCategory c = n->category();
+    if (c != OpCategory::kPointwise && c != OpCategory::kRandom && c != OpCategory::kBroadcast) return {};
+  }
+  const Node* out = r.outputs[0];
+  std::vector<std::pair<int, int>> pairs;
+  const int out_arg = static_cast<int>(r.inputs.size());  // PointerParams: inputs, then outputs
+  for (size_t k = 0; k < r.inputs.size(); ++k) {
+    const Node* in = r.inputs[k];
+    if (in->shape() == out->shape() && ByteSize(in->dtype()) == ByteSize(out->dtype())) {
+      pairs.push_back({static_cast<int>(k), out_arg});
+    }
+  }
+  return pairs;
+}
+
 ElementwiseEmitter::Vectorization ElementwiseEmitter::CanVectorize() const {
   const int v = p_.vector_width;
   if (v <= 1 || r_.kind != RegionKind::kPointwise || r_.space.empty()) return Vectorization::kNone;
@@ -324,9 +350,12 @@ absl::StatusOr<KernelSource> ElementwiseEmitter::Emit() {
   ks.kind = r_.kind;
   ks.template_name = KindInfo(r_.kind).runs_as;
   std::vector<std::string> params, fields;
-  PointerParams(r_, &ks.args, &params, &fields, &in_names_, &out_names_);
-  params.push_back("long long count");
   if (r_.outputs.empty()) return absl::InvalidArgumentError("region has no outputs");
+  ks.in_place = InPlacePairs(r_);
+  std::set<const Node*> shared;
+  for (const auto& [in, out] : ks.in_place) shared.insert({r_.inputs[in], r_.outputs[0]});
+  PointerParams(r_, &ks.args, &params, &fields, &in_names_, &out_names_, shared);
+  params.push_back("long long count");
   int64_t count = 0;
   for (const Node* o : r_.outputs) count = std::max(count, o->num_elements());
   ks.count = count;

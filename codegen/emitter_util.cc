@@ -83,13 +83,14 @@ std::string BroadcastIndex(const Shape& from, const Shape& to, const std::string
 
 void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vector<std::string>* params,
                    std::vector<std::string>* body_fields, std::map<const Node*, std::string>* input_names,
-                   std::map<const Node*, std::string>* output_names) {
+                   std::map<const Node*, std::string>* output_names, const std::set<const Node*>& shared) {
+  auto restrict_of = [&](const Node* n) { return shared.count(n) ? "* " : "* __restrict__ "; };
   int k = 0;
   for (const Node* n : region.inputs) {
     std::string name = absl::StrCat("in", k++);
     (*input_names)[n] = name;
     args->push_back({n->name(), n->dtype(), n->shape(), false});
-    params->push_back(absl::StrCat("const ", StorageTypeName(n->dtype()), "* __restrict__ ", name));
+    params->push_back(absl::StrCat("const ", StorageTypeName(n->dtype()), restrict_of(n), name));
     body_fields->push_back(params->back());
   }
   k = 0;
@@ -97,7 +98,7 @@ void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vect
     std::string name = absl::StrCat("out", k++);
     (*output_names)[n] = name;
     args->push_back({n->name(), n->dtype(), n->shape(), true});
-    params->push_back(absl::StrCat(StorageTypeName(n->dtype()), "* __restrict__ ", name));
+    params->push_back(absl::StrCat(StorageTypeName(n->dtype()), restrict_of(n), name));
     body_fields->push_back(params->back());
   }
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,12 @@ std::string Scale(const std::string& x, int64_t k);
 
 // The kernel's pointer parameters and args for `region` (inputs then outputs), named
 // "in<k>" / "out<k>" (recorded in the name maps), and the same pointers as members of the
-// generated Body ("const __nv_bfloat16* __restrict__ in0").
+// generated Body ("const __nv_bfloat16* __restrict__ in0"). The tensors in `shared` (an
+// input and the output that may be written over it, KernelSource::in_place) are declared
+// without __restrict__: their pointers may be equal.
 void PointerParams(const Region& region, std::vector<KernelArg>* args, std::vector<std::string>* params,
                    std::vector<std::string>* body_fields, std::map<const Node*, std::string>* input_names,
-                   std::map<const Node*, std::string>* output_names);
+                   std::map<const Node*, std::string>* output_names, const std::set<const Node*>& shared = {});
 
 // Joins the pieces of a kernel's translation unit: a header comment, #includes, `struct Body
 // { body }` (the generated fused expressions; its first members are the pointer fields, in

@@ -27,9 +27,14 @@ std::string LaunchRule::ToString() const {
 
 std::string KernelSource::Signature() const {
   std::string s = absl::StrCat(name, " (", RegionKindName(kind), ", ", template_name, ", ", params.ToString(), ")\n");
-  for (const KernelArg& a : args) {
+  for (size_t k = 0; k < args.size(); ++k) {
+    const KernelArg& a = args[k];
     absl::StrAppend(&s, "  ", a.is_output ? "out " : "in  ", a.tensor, ": ", DTypeName(a.dtype),
-                    ShapeToString(a.shape), "\n");
+                    ShapeToString(a.shape));
+    for (const auto& [in, out] : in_place) {
+      if (out == static_cast<int>(k)) absl::StrAppend(&s, " (may be written over ", args[in].tensor, ")");
+    }
+    absl::StrAppend(&s, "\n");
   }
   if (has_scratch) {
     absl::StrAppend(&s, "  scratch: ", scratch_fixed_bytes, " + ", scratch_bytes_per_count, " * count bytes\n");

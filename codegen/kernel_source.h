@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/kernel_params.h"
@@ -84,6 +85,11 @@ struct KernelSource {
   int64_t scratch_fixed_bytes = 0;      // scratch = fixed + per_count * count (0: no scratch)
   int64_t scratch_bytes_per_count = 0;
   KernelParams params;            // as used (after the emitter's fallbacks, e.g. vector 1)
+  // (input arg, output arg) positions in `args` where the output may be written over the input
+  // (the buffer plan may give both the same bytes when the input dies here): each output
+  // element is written only by the thread that read the input element at the same index, after
+  // it read it, and nothing else reads that input. Same element size, same element count.
+  std::vector<std::pair<int, int>> in_place;
   std::vector<std::string> notes; // emitter decisions worth showing (cached/streamed, fallbacks)
 
   int64_t ScratchBytes(int64_t run_count) const {

@@ -90,6 +90,11 @@ std::string SerializeProgram(const Program& p) {
         w.I64(s.kernel.module);
         w.Ints(s.kernel.args);
         w.I64(s.kernel.scratch);
+        w.U64(s.kernel.in_place.size());
+        for (const auto& [in, out] : s.kernel.in_place) {
+          w.I64(in);
+          w.I64(out);
+        }
         w.I64(s.kernel.count);
         w.I64(s.kernel.launch.grid);
         w.I64(s.kernel.launch.grid_y);
@@ -206,6 +211,10 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
         s.kernel.module = r.Int("kernel module");
         s.kernel.args = r.Ints("kernel args");
         s.kernel.scratch = r.Int("kernel scratch");
+        for (uint64_t j = 0, count = r.Count("kernel in-place pairs"); j < count && r.ok(); ++j) {
+          const int in = r.Int("kernel in-place input");
+          s.kernel.in_place.push_back({in, r.Int("kernel in-place output")});
+        }
         s.kernel.count = r.I64("kernel count");
         s.kernel.launch.grid = r.I64("kernel grid");
         s.kernel.launch.grid_y = r.I64("kernel grid y");

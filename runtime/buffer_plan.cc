@@ -29,7 +29,8 @@ int ResolveAlias(const std::vector<Buffer>& buffers, int id) {
   return id;
 }
 
-std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const std::vector<Step>& steps) {
+std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const std::vector<Step>& steps,
+                                     bool in_place) {
   std::map<int, Lifetime> live;
   for (int s = 0; s < static_cast<int>(steps.size()); ++s) {
     for (int id : StepBuffers(steps[s])) {
@@ -39,8 +40,37 @@ std::vector<Lifetime> ArenaLifetimes(const std::vector<Buffer>& buffers, const s
       if (!inserted) it->second.last = s;
     }
   }
+  // In place: the output joins the input's lifetime where this step is the last to touch the
+  // input (through any view) and the first to touch the output, and no other argument of the
+  // step is a view of the input (it would be read at other indices).
+  std::map<int, Lifetime> groups = live;  // by the buffer that heads each group
+  std::map<int, int> head;                // a buffer written over another -> its group's head
+  auto head_of = [&](int root) {
+    auto it = head.find(root);
+    return it == head.end() ? root : it->second;
+  };
+  for (int s = 0; in_place && s < static_cast<int>(steps.size()); ++s) {
+    if (steps[s].kind != Step::Kind::kKernel) continue;
+    const KernelStep& k = steps[s].kernel;
+    for (const auto& [in, out] : k.in_place) {
+      const int a = ResolveAlias(buffers, k.args[in]), b = ResolveAlias(buffers, k.args[out]);
+      if (!live.count(a) || !live.count(b) || head.count(b)) continue;
+      Lifetime& group = groups.at(head_of(a));
+      const int uses_of_a = static_cast<int>(std::count_if(k.args.begin(), k.args.end(), [&](int id) {
+        return ResolveAlias(buffers, id) == a;
+      }));
+      if (live.at(a).last != s || group.last != s || live.at(b).first != s || uses_of_a != 1 ||
+          buffers[a].bytes != buffers[b].bytes) {
+        continue;
+      }
+      group.last = live.at(b).last;
+      group.written_over.push_back(b);
+      head[b] = group.buffer;
+      groups.erase(b);
+    }
+  }
   std::vector<Lifetime> out;
-  for (auto& [id, lifetime] : live) out.push_back(lifetime);
+  for (auto& [id, lifetime] : groups) out.push_back(lifetime);
   return out;
 }
 
@@ -66,7 +96,7 @@ int64_t PeakLiveBytes(const Program& program) {
 }
 
 void PlanArena(Program& program, bool share) {
-  std::vector<Lifetime> lifetimes = ArenaLifetimes(program.buffers, program.steps);
+  std::vector<Lifetime> lifetimes = ArenaLifetimes(program.buffers, program.steps, /*in_place=*/share);
   std::sort(lifetimes.begin(), lifetimes.end(), [&](const Lifetime& a, const Lifetime& b) {
     int64_t sa = program.buffers[a.buffer].bytes, sb = program.buffers[b.buffer].bytes;
     if (sa != sb) return sa > sb;
@@ -91,6 +121,7 @@ void PlanArena(Program& program, bool share) {
       offset = std::max(offset, end);
     }
     program.buffers[l.buffer].offset = offset;
+    for (int id : l.written_over) program.buffers[id].offset = offset;
     placed.push_back({offset, offset + size, l.first, l.last});
     arena = std::max(arena, offset + size);
   }

@@ -112,6 +112,14 @@ absl::Status Program::Validate() const {
           l.grid % l.grid_multiple != 0 || k.count < 0) {
         return Bad(absl::StrCat("step ", s, " has a bad launch shape"));
       }
+      for (const auto& [in, out] : k.in_place) {
+        const int args = static_cast<int>(k.args.size());
+        if (in < 0 || in >= args || out < 0 || out >= args || in == out ||
+            buffers[k.args[in]].bytes != buffers[k.args[out]].bytes) {
+          return Bad(absl::StrCat("step ", s, " writes argument ", out, " over argument ", in,
+                                  ": not two arguments of one size"));
+        }
+      }
     } else if (step.kind == Step::Kind::kMatmul) {
       const MatmulStep& m = step.matmul;
       absl::Status valid = m.spec.Validate();
@@ -168,9 +176,13 @@ std::string Program::ToString() const {
     const Step& s = steps[i];
     switch (s.kind) {
       case Step::Kind::kKernel:
-        absl::StrAppendFormat(&out, "  step %d launch %s grid %d block %d count %d args (%s)%s\n", i, s.kernel.name,
+        absl::StrAppendFormat(&out, "  step %d launch %s grid %d block %d count %d args (%s)%s%s\n", i, s.kernel.name,
                               s.kernel.launch.grid, s.kernel.launch.block, s.kernel.count, absl::StrJoin(s.kernel.args, ","),
-                              s.kernel.scratch >= 0 ? absl::StrCat(" scratch ", s.kernel.scratch) : "");
+                              s.kernel.scratch >= 0 ? absl::StrCat(" scratch ", s.kernel.scratch) : "",
+                              s.kernel.in_place.empty() ? "" : absl::StrCat(" in-place ", absl::StrJoin(s.kernel.in_place, ",",
+                                  [](std::string* o, const std::pair<int, int>& p) {
+                                    absl::StrAppend(o, p.first, ">", p.second);
+                                  })));
         break;
       case Step::Kind::kMatmul:
         absl::StrAppendFormat(&out, "  step %d cublasLt %s a %d b %d d %d%s%s x%d\n", i, s.matmul.spec.ToString(),

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -63,6 +64,10 @@ struct KernelStep {
   int module = -1;        // index into Program::modules
   std::vector<int> args;  // buffer ids, in the kernel's parameter order (ABI: codegen/kernel_source.h)
   int scratch = -1;       // buffer id of the scratch argument, or -1 when the kernel has none
+  // (input, output) positions in `args` where the output may be written over the input
+  // (codegen's KernelSource::in_place); the buffer plan gives both the same bytes when the
+  // input is dead after this step (runtime/buffer_plan.h).
+  std::vector<std::pair<int, int>> in_place;
   int64_t count = 0;      // the trailing `long long count` argument
   LaunchShape launch;
 };

@@ -150,6 +150,7 @@ class Lowerer {
       k.scratch = Add(b);
     }
     k.count = source->count;
+    k.in_place = source->in_place;
     k.launch = LaunchShapeOf(*source, source->count);
     for (const std::string& note : source->notes) report.notes.push_back(absl::StrCat(source->name, ": ", note));
     report.kernels.push_back(source->name);

@@ -2,6 +2,7 @@
 // refusal of kinds without a kernel, and the ptxas -v parser.
 #include "codegen/kernel_params.h"
 
+#include "absl/strings/str_cat.h"
 #include "codegen/emit_kernel.h"
 #include "gtest/gtest.h"
 #include "passes/fusion/layout_access.h"
@@ -112,6 +113,43 @@ TEST(EmitKernelTest, SameRegionGivesSameSourceAndBatchSizeDoesNotChangeIt) {
   EXPECT_EQ(a.name, c.name) << "the row count is a run-time argument";
   EXPECT_EQ(c.count, 4096);
   EXPECT_EQ(c.count_meaning, "rows");
+}
+
+// KernelSource::in_place: a pointwise kernel's one output may be written over an input of its
+// shape and element size (bias + GELU over the matmul output), never over a broadcast operand,
+// a wider or narrower input, or when a second output's loads could follow the first's store;
+// the two pointers lose __restrict__, the others keep it.
+TEST(EmitKernelTest, APointwiseOutputMayBeWrittenOverAFullSizeInputOfItsElementSize) {
+  auto emit = [](const std::string& text) {
+    Analysis a = testing_codegen::AnalyzeText(text);
+    const Region* r = testing_codegen::KernelRegions(a.plan).at(0);
+    auto ks = EmitKernel(*r, DefaultParams(*r, a.plan.device));
+    EXPECT_TRUE(ks.ok()) << ks.status();
+    return *ks;
+  };
+  KernelSource gelu = emit(R"(graph g(x: bf16[64,256], b: bf16[256]) {
+      t = add(x, b)
+      y = gelu_tanh(t)
+      return y })");
+  ASSERT_EQ(gelu.in_place.size(), 1u);
+  const auto [in, out] = gelu.in_place[0];
+  EXPECT_EQ(gelu.args[in].tensor, "x");
+  EXPECT_EQ(gelu.args[out].tensor, "y");
+  EXPECT_NE(gelu.Signature().find("(may be written over x)"), std::string::npos) << gelu.Signature();
+  const std::string x_param = absl::StrCat("in", in), b_param = absl::StrCat("in", 1 - in);
+  EXPECT_NE(gelu.source.find("__nv_bfloat16* " + x_param), std::string::npos) << gelu.source;
+  EXPECT_NE(gelu.source.find("__nv_bfloat16* out0"), std::string::npos) << gelu.source;
+  EXPECT_NE(gelu.source.find("__nv_bfloat16* __restrict__ " + b_param), std::string::npos) << gelu.source;
+
+  for (const char* text : {
+           "graph c(x: f32[64,256]) { y = cast(x) {dtype = \"bf16\"}\n return y }",
+           "graph two(x: bf16[64,256]) { y = neg(x)\n z = exp(x)\n return y, z }",
+           "graph bc(b: bf16[256], s: bf16[64,1]) { y = mul(b, s)\n return y }",
+       }) {
+    KernelSource ks = emit(text);
+    EXPECT_TRUE(ks.in_place.empty()) << text << "\n" << ks.Signature();
+    EXPECT_NE(ks.source.find("__restrict__ in0"), std::string::npos) << ks.source;
+  }
 }
 
 TEST(NvrtcLogTest, ParsesPtxasInfo) {

@@ -93,6 +93,73 @@ TEST(BufferPlanTest, PeakLiveBytesBoundsTheArena) {
   EXPECT_EQ(PeakLiveBytes(unshared), 2 * 1024);
 }
 
+Step Kernel(std::vector<int> args, std::vector<std::pair<int, int>> in_place) {
+  Step s;
+  s.kind = Step::Kind::kKernel;
+  s.kernel.name = "kiln_pw_0";
+  s.kernel.module = 0;
+  s.kernel.args = std::move(args);
+  s.kernel.in_place = std::move(in_place);
+  return s;
+}
+
+// a -> [kernel writes b over a] -> c. With in-place, b takes a's bytes and the two form one
+// lifetime; a's later use, a second view of a among the kernel's arguments, a size mismatch or
+// the unshared (debugging) plan each keep b apart.
+TEST(BufferPlanTest, AnOutputWrittenInPlaceTakesItsDeadInputsBytes) {
+  auto make = [](int64_t b_bytes) {
+    Program p;
+    for (const char* n : {"x", "a", "b", "c"}) p.buffers.push_back(Arena(n, 1024));
+    p.buffers[0].kind = BufferKind::kInput;
+    p.buffers[2].bytes = b_bytes;
+    p.steps = {Copy(0, 1), Kernel({1, 2}, {{0, 1}}), Copy(2, 3)};
+    return p;
+  };
+  Program p = make(1024);
+  std::vector<Lifetime> l = ArenaLifetimes(p.buffers, p.steps);
+  ASSERT_EQ(l.size(), 2u);  // {a, b over a}, c
+  EXPECT_EQ(l[0].buffer, 1);
+  EXPECT_EQ(l[0].written_over, std::vector<int>{2});
+  EXPECT_EQ(l[0].first, 0);
+  EXPECT_EQ(l[0].last, 2);
+  PlanArena(p);
+  EXPECT_EQ(p.buffers[2].offset, p.buffers[1].offset);
+  EXPECT_EQ(p.arena_bytes, 2 * 1024);
+  EXPECT_EQ(PeakLiveBytes(p), p.arena_bytes);
+
+  Program read_later = make(1024);
+  read_later.buffers.push_back(Arena("d", 1024));  // id 4
+  read_later.steps.push_back(Copy(1, 4));          // a is read after the kernel
+  PlanArena(read_later);
+  EXPECT_NE(read_later.buffers[2].offset, read_later.buffers[1].offset);
+  EXPECT_EQ(read_later.arena_bytes, 3 * 1024);
+
+  Program two_views = make(1024);
+  Buffer view = Arena("view_of_a", 1024);
+  view.kind = BufferKind::kAlias;
+  view.alias_of = 1;
+  two_views.buffers.push_back(view);  // id 4
+  two_views.steps[1].kernel.args = {1, 4, 2};
+  two_views.steps[1].kernel.in_place = {{0, 2}};
+  PlanArena(two_views);
+  EXPECT_NE(two_views.buffers[2].offset, two_views.buffers[1].offset);
+
+  Program sizes = make(512);
+  PlanArena(sizes);
+  EXPECT_NE(sizes.buffers[2].offset, sizes.buffers[1].offset);
+
+  Program unshared = make(1024);
+  PlanArena(unshared, /*share=*/false);
+  EXPECT_EQ(unshared.arena_bytes, 3 * 1024);
+
+  // A chain of in-place kernels stays in one slot: a -> b over a -> c over b.
+  Program chain = make(1024);
+  chain.steps[2] = Kernel({2, 3}, {{0, 1}});
+  PlanArena(chain);
+  EXPECT_EQ(chain.buffers[3].offset, chain.buffers[1].offset);
+  EXPECT_EQ(chain.arena_bytes, 1024);
+}
+
 TEST(BufferPlanTest, AliasesExtendTheirOwnersLife) {
   Program p = Chain(256);
   Buffer view = Arena("view_of_a", 256);
@@ -121,6 +188,7 @@ Program Small() {
   k.kernel.name = "kiln_pw_0";
   k.kernel.module = 0;
   k.kernel.args = {0, 1};
+  k.kernel.in_place = {{0, 1}};
   k.kernel.count = 128;
   k.label = "region 0 pointwise: neg";
   p.steps.insert(p.steps.begin(), k);
@@ -211,6 +279,13 @@ TEST(ProgramTest, ValidateNamesTheProblem) {
   p = Small();
   p.steps[0].kernel.module = 3;
   EXPECT_NE(p.Validate().message().find("module 3"), std::string::npos) << p.Validate();
+  p = Small();
+  p.steps[0].kernel.in_place = {{0, 2}};  // the kernel has two arguments
+  EXPECT_NE(p.Validate().message().find("writes argument 2 over argument 0"), std::string::npos) << p.Validate();
+  p = Small();
+  p.buffers[1].bytes = 256;  // the output is smaller than the input it would be written over
+  p.buffers[1].shape = {64};
+  EXPECT_NE(p.Validate().message().find("not two arguments of one size"), std::string::npos) << p.Validate();
 }
 
 }  // namespace

@@ -16,9 +16,9 @@
 struct Body {
   static constexpr int kV = 8;
   static constexpr bool kTail = false;
-  const __nv_bfloat16* __restrict__ in0;
+  const __nv_bfloat16* in0;
   const __nv_bfloat16* __restrict__ in1;
-  __nv_bfloat16* __restrict__ out0;
+  __nv_bfloat16* out0;
   __device__ __forceinline__ void Vector(long long i) const {
     float x0[8];
     kiln::LoadVec<__nv_bfloat16, 8>(in0 + i, x0);
@@ -134,10 +134,10 @@ struct Body {
   }
 };
 
-extern "C" __global__ void __launch_bounds__(256) kiln_pw_f07a14ac6dbd19b6(
-    const __nv_bfloat16* __restrict__ in0,
+extern "C" __global__ void __launch_bounds__(256) kiln_pw_5989bb2432024daa(
+    const __nv_bfloat16* in0,
     const __nv_bfloat16* __restrict__ in1,
-    __nv_bfloat16* __restrict__ out0,
+    __nv_bfloat16* out0,
     long long count) {
   const Body body{in0, in1, out0};
   kiln::PointwiseKernel<Body>(body, count);
