@@ -432,10 +432,33 @@ absl::StatusOr<AttrValue> ToAttrValue(const std::string& key, const RawValue& ra
   }
 }
 
+// The `data` of a constant written as a string: the base64 of its bytes (ir/printer.h).
+absl::StatusOr<Tensor> BytesToTensor(const RawValue& raw, const ParsedType& type) {
+  std::string bytes;
+  if (!absl::Base64Unescape(raw.items[0].text, &bytes)) {
+    return ErrorAt(raw.pos, "constant data as a string must be base64 (the bytes of its elements)");
+  }
+  Tensor t(type.dtype, type.shape);
+  if (static_cast<int64_t>(bytes.size()) != t.num_bytes()) {
+    return ErrorAt(raw.pos, absl::StrCat("constant data has ", bytes.size(), " bytes but ", DTypeName(type.dtype),
+                                         ShapeToString(type.shape), " holds ", t.num_bytes()));
+  }
+  if (type.dtype == DType::kBool &&
+      std::any_of(bytes.begin(), bytes.end(), [](char b) { return b != 0 && b != 1; })) {
+    return ErrorAt(raw.pos, "bool data is 0 or 1 in every byte");
+  }
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(t.data()));
+  return t;
+}
+
 // The `data` of a constant, in the written type.
 absl::StatusOr<Tensor> ToTensor(const RawValue& raw, const ParsedType& type) {
+  if (!raw.is_list && raw.items.size() == 1 && raw.items[0].kind == TokenKind::kString) {
+    return BytesToTensor(raw, type);
+  }
   if (!raw.is_list) {
-    return ErrorAt(raw.pos, "constant data must be a [list] of the elements in row-major order");
+    return ErrorAt(raw.pos, "constant data must be a [list] of the elements in row-major order, "
+                            "or a string: the base64 of their bytes");
   }
   if (static_cast<int64_t>(raw.items.size()) != NumElements(type.shape)) {
     return ErrorAt(raw.pos, absl::StrCat("constant data has ", raw.items.size(), " values but ",

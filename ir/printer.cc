@@ -1,7 +1,7 @@
 // PrintGraph: the canonical text form (format in ir/printer.h). One line per node, nodes in
 // Graph::PostOrder() (graph inputs appear only in the header, in inputs() order), attributes
 // through Attributes::ToString(), constant data in its own dtype with the shortest digits
-// that read back to the same bits. The output is a pure function of the graph, so it can be
+// that read back to the same bits (a large constant: its bytes in base64). The output is a pure function of the graph, so it can be
 // hashed into cache keys and compared in tests; ParseGraph (ir/parser.cc) reads it back.
 #include "ir/printer.h"
 
@@ -72,10 +72,16 @@ std::string TypeToString(const Node& node) {
 std::string AttrsToString(const Node& node) {
   if (node.op() != OpKind::kConstant || node.value() == nullptr) return node.attrs().ToString();
   const Tensor& value = *node.value();
-  std::vector<std::string> items;
-  items.reserve(value.num_elements());
-  for (int64_t i = 0; i < value.num_elements(); ++i) items.push_back(ElementToString(value, i));
-  std::string out = absl::StrCat("{data = [", absl::StrJoin(items, ", "), "]");
+  std::string out;
+  if (value.num_elements() > kListedElements) {
+    out = absl::StrCat("{data = \"", absl::Base64Escape(absl::string_view(
+                                          reinterpret_cast<const char*>(value.data()), value.num_bytes())), "\"");
+  } else {
+    std::vector<std::string> items;
+    items.reserve(value.num_elements());
+    for (int64_t i = 0; i < value.num_elements(); ++i) items.push_back(ElementToString(value, i));
+    out = absl::StrCat("{data = [", absl::StrJoin(items, ", "), "]");
+  }
   for (const auto& [key, attr] : node.attrs().values()) {
     absl::StrAppend(&out, ", ", key, " = ", AttrValueToString(attr));
   }

@@ -193,6 +193,42 @@ TEST(PrinterParserTest, ConstantDataRoundTripsBitForBit) {
   ExpectConstantRoundTrips<uint8_t>(DType::kBool, {0, 1, 1, 0});
 }
 
+// Past kListedElements a constant prints as the base64 of its bytes: exact for every dtype
+// (NaN payloads and -0 included), read back bit for bit, and a string, not a list.
+TEST(PrinterParserTest, LargeConstantsPrintTheirBytesAndRoundTrip) {
+  const int64_t n = kListedElements + 3;
+  auto ramp = [&](auto first, auto step) {
+    std::vector<decltype(first)> v;
+    for (int64_t i = 0; i < n; ++i) v.push_back(static_cast<decltype(first)>(first + step * i));
+    return v;
+  };
+  std::vector<float> f32 = ramp(-1.0f, 0.37f);
+  f32[1] = -0.0f;
+  uint32_t payload_nan = 0x7fc01234u;
+  std::memcpy(&f32[2], &payload_nan, 4);
+  ExpectConstantRoundTrips<float>(DType::kF32, f32);
+  ExpectConstantRoundTrips<uint16_t>(DType::kF16, ramp(uint16_t{0x3000}, uint16_t{7}));
+  ExpectConstantRoundTrips<uint16_t>(DType::kBF16, ramp(uint16_t{0xbf00}, uint16_t{3}));
+  ExpectConstantRoundTrips<int32_t>(DType::kI32, ramp(int32_t{-500}, int32_t{1}));
+  ExpectConstantRoundTrips<int64_t>(DType::kI64, ramp(int64_t{1} << 40, int64_t{-3}));
+  std::vector<uint8_t> bools(n, 0);
+  for (int64_t i = 0; i < n; i += 3) bools[i] = 1;
+  ExpectConstantRoundTrips<uint8_t>(DType::kBool, bools);
+
+  Graph g;
+  Tensor big(DType::kBF16, {n});
+  ASSERT_TRUE(g.AddOutput(*g.AddConstant("c", big)).ok());
+  const std::string text = PrintGraph(g);
+  EXPECT_NE(text.find("{data = \""), std::string::npos) << text.substr(0, 200);
+  EXPECT_EQ(text.find('['), text.find("bf16[") + 4) << "no list: " << text.substr(0, 200);
+  EXPECT_LT(text.size(), static_cast<size_t>(big.num_bytes() * 4 / 3 + 200));
+
+  Tensor small(DType::kF32, {kListedElements});
+  Graph h;
+  ASSERT_TRUE(h.AddOutput(*h.AddConstant("c", small)).ok());
+  EXPECT_NE(PrintGraph(h).find("{data = [0, 0"), std::string::npos) << "up to the limit: a list";
+}
+
 TEST(PrinterParserTest, ConstantDataUsesShortestDigits) {
   auto g = ParseGraph(
       "graph g() {\n"
@@ -301,6 +337,12 @@ TEST(PrinterParserTest, ParseErrorsNameTheirPlace) {
       {"graph g() {\n  c: i32[1] = constant() {data = [1.5]}\n  return c\n}", "line 2:35:",
        "expected an integer"},
       {"graph g() {\n  c: f32[1] = constant()\n  return c\n}", "line 2:15:", "requires its value"},
+      {"graph g() {\n  c: f32[2] = constant() {data = \"AACAPw==\"}\n  return c\n}", "line 2:34:",
+       "constant data has 4 bytes but f32[2] holds 8"},
+      {"graph g() {\n  c: f32[1] = constant() {data = \"AAC*Pw==\"}\n  return c\n}", "line 2:34:",
+       "must be base64"},
+      {"graph g() {\n  c: bool[2] = constant() {data = \"AQI=\"}\n  return c\n}", "line 2:35:",
+       "bool data is 0 or 1"},
       {"graph g() {\n  x: f32[1] = input()\n  return x\n}", "line 2:15:",
        "inputs are declared in the graph header"},
   };
