@@ -438,11 +438,14 @@ absl::StatusOr<Tensor> BytesToTensor(const RawValue& raw, const ParsedType& type
   if (!absl::Base64Unescape(raw.items[0].text, &bytes)) {
     return ErrorAt(raw.pos, "constant data as a string must be base64 (the bytes of its elements)");
   }
-  Tensor t(type.dtype, type.shape);
-  if (static_cast<int64_t>(bytes.size()) != t.num_bytes()) {
+  absl::StatusOr<int64_t> elements = CheckedNumElements(type.shape);
+  if (!elements.ok()) return ErrorAt(raw.pos, elements.status().message());
+  const int64_t expected = *elements * ByteSize(type.dtype);  // checked before allocating it
+  if (static_cast<int64_t>(bytes.size()) != expected) {
     return ErrorAt(raw.pos, absl::StrCat("constant data has ", bytes.size(), " bytes but ", DTypeName(type.dtype),
-                                         ShapeToString(type.shape), " holds ", t.num_bytes()));
+                                         ShapeToString(type.shape), " holds ", expected));
   }
+  Tensor t(type.dtype, type.shape);
   if (type.dtype == DType::kBool &&
       std::any_of(bytes.begin(), bytes.end(), [](char b) { return b != 0 && b != 1; })) {
     return ErrorAt(raw.pos, "bool data is 0 or 1 in every byte");

@@ -343,6 +343,8 @@ TEST(PrinterParserTest, ParseErrorsNameTheirPlace) {
        "must be base64"},
       {"graph g() {\n  c: bool[2] = constant() {data = \"AQI=\"}\n  return c\n}", "line 2:35:",
        "bool data is 0 or 1"},
+      {"graph g() {\n  c: f32[1000000000,1000000000] = constant() {data = \"AA==\"}\n  return c\n}",
+       "line 2:54:", "more than 2^48 elements"},
       {"graph g() {\n  x: f32[1] = input()\n  return x\n}", "line 2:15:",
        "inputs are declared in the graph header"},
   };
