@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ir/base/hash.h"
@@ -48,7 +49,15 @@ MatmulSpec ReadSpec(ByteReader& r) {
 }  // namespace
 
 std::string SerializeProgram(const Program& p) {
+  // The header (magic, version, payload length) goes in first and the length is patched in at
+  // the end, so a payload of a gigabyte of weights is not copied once more to prepend it.
   ByteWriter w;
+  w.Raw(std::string_view(kMagic, sizeof(kMagic)));
+  const uint32_t version = kArtifactVersion;
+  w.Raw(std::string_view(reinterpret_cast<const char*>(&version), 4));
+  const size_t length_at = w.bytes().size();
+  w.Raw(std::string_view("\0\0\0\0\0\0\0\0", 8));
+  const size_t payload_at = w.bytes().size();
   w.Str(p.graph_name);
   w.Str(p.graph_hash);
   w.Str(p.arch);
@@ -127,15 +136,12 @@ std::string SerializeProgram(const Program& p) {
   w.Str(p.lowering_ledger);
   w.Str(p.source_graph);
 
-  std::string out(kMagic, sizeof(kMagic));
-  uint32_t version = kArtifactVersion;
-  out.append(reinterpret_cast<const char*>(&version), 4);
-  uint64_t length = w.bytes().size();
-  out.append(reinterpret_cast<const char*>(&length), 8);
-  out += w.bytes();
-  uint64_t checksum = Fnv1a64(w.bytes());
+  std::string& out = w.bytes();
+  const uint64_t length = out.size() - payload_at;
+  std::memcpy(out.data() + length_at, &length, 8);
+  const uint64_t checksum = Fnv1a64(std::string_view(out).substr(payload_at));
   out.append(reinterpret_cast<const char*>(&checksum), 8);
-  return out;
+  return std::move(out);
 }
 
 absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::string& where) {

@@ -6,7 +6,8 @@ The JSON and ONNX targets are also seeded straight from examples/ and the test m
 repository, so this script makes them with a built `kiln` (argument 1, default
 build/tools/kiln), numpy and onnx:
   ir_parser     `kiln check` of the small examples and ONNX test models, and `kiln dump
-                --after constant_fold` of a few (primitive ops, constants)
+                --after constant_fold` of a few (primitive ops, constants), and a constant past
+                the printer's list limit (its data as base64)
   artifact      `kiln compile --arch sm_90a` of four examples (NVRTC, no GPU), every CUBIN,
                 ledger and source graph cut to 64 bytes and the checksum recomputed (small seeds)
   kernel_cache  the disk cache entries of those compiles, cut the same way
@@ -117,6 +118,12 @@ def ir_seeds():
     for stem in ('transformer_block', 'layernorm_decomposed', 'softmax_xent', 'dropout_add_layernorm'):
         open(os.path.join(out, stem + '_lowered.kir'), 'wb').write(
             kiln('dump', '--after', 'constant_fold', os.path.join(SMALL, stem + '.json')))
+    # A constant past the printer's list limit: its data as base64 (ir/printer.h).
+    ramp = np.arange(1100, dtype=np.float32) * np.float32(0.25) - np.float32(7)
+    text = ('graph large_constant(x: f32[1100]) {\n'
+            f'  c: f32[1100] = constant() {{data = "{__import__("base64").b64encode(ramp.tobytes()).decode()}"}}\n'
+            '  y: f32[1100] = add(x, c)\n  return y\n}\n')
+    open(os.path.join(out, 'large_constant.kir'), 'w').write(text)
 
 
 def artifact_and_cache_seeds():
