@@ -249,11 +249,19 @@ absl::StatusOr<TypedExpr> ElementwiseEmitter::Gather(const Node* n, const std::s
 // thread reads element i of that input. One output only, because the scalar body computes and
 // stores its outputs one after another: a second output's loads would follow the first one's
 // store. Layout ops (a transpose reads another thread's element) and reductions are out.
-std::vector<std::pair<int, int>> InPlacePairs(const Region& r) {
-  if (r.kind != RegionKind::kPointwise || r.outputs.size() != 1 || r.outputs[0]->shape() != r.space) return {};
-  for (const Node* n : r.nodes) {
+// Whether every node of `r` reads its operands at the element's own (broadcast) index:
+// pointwise, random and broadcast ops only (the vectorised body and in-place outputs need it).
+bool OnlyElementwiseNodes(const Region& r) {
+  return std::all_of(r.nodes.begin(), r.nodes.end(), [](const Node* n) {
     const OpCategory c = n->category();
-    if (c != OpCategory::kPointwise && c != OpCategory::kRandom && c != OpCategory::kBroadcast) return {};
+    return c == OpCategory::kPointwise || c == OpCategory::kRandom || c == OpCategory::kBroadcast;
+  });
+}
+
+std::vector<std::pair<int, int>> InPlacePairs(const Region& r) {
+  if (r.kind != RegionKind::kPointwise || r.outputs.size() != 1 || r.outputs[0]->shape() != r.space ||
+      !OnlyElementwiseNodes(r)) {
+    return {};
   }
   const Node* out = r.outputs[0];
   std::vector<std::pair<int, int>> pairs;
@@ -269,12 +277,8 @@ std::vector<std::pair<int, int>> InPlacePairs(const Region& r) {
 
 ElementwiseEmitter::Vectorization ElementwiseEmitter::CanVectorize() const {
   const int v = p_.vector_width;
-  if (v <= 1 || r_.kind != RegionKind::kPointwise || r_.space.empty()) return Vectorization::kNone;
-  for (const Node* n : r_.nodes) {
-    OpCategory c = n->category();
-    if (c != OpCategory::kPointwise && c != OpCategory::kRandom && c != OpCategory::kBroadcast) {
-      return Vectorization::kNone;
-    }
+  if (v <= 1 || r_.kind != RegionKind::kPointwise || r_.space.empty() || !OnlyElementwiseNodes(r_)) {
+    return Vectorization::kNone;
   }
   for (const Node* o : r_.outputs) {
     if (o->shape() != r_.space) return Vectorization::kNone;

@@ -445,11 +445,11 @@ absl::StatusOr<Tensor> BytesToTensor(const RawValue& raw, const ParsedType& type
     return ErrorAt(raw.pos, absl::StrCat("constant data has ", bytes.size(), " bytes but ", DTypeName(type.dtype),
                                          ShapeToString(type.shape), " holds ", expected));
   }
-  Tensor t(type.dtype, type.shape);
   if (type.dtype == DType::kBool &&
       std::any_of(bytes.begin(), bytes.end(), [](char b) { return b != 0 && b != 1; })) {
     return ErrorAt(raw.pos, "bool data is 0 or 1 in every byte");
   }
+  Tensor t(type.dtype, type.shape);
   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(t.data()));
   return t;
 }

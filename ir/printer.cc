@@ -1,8 +1,9 @@
 // PrintGraph: the canonical text form (format in ir/printer.h). One line per node, nodes in
 // Graph::PostOrder() (graph inputs appear only in the header, in inputs() order), attributes
 // through Attributes::ToString(), constant data in its own dtype with the shortest digits
-// that read back to the same bits (a large constant: its bytes in base64). The output is a pure function of the graph, so it can be
-// hashed into cache keys and compared in tests; ParseGraph (ir/parser.cc) reads it back.
+// that read back to the same bits (a large constant: its bytes in base64). The output is a
+// pure function of the graph, so it can be hashed into cache keys and compared in tests;
+// ParseGraph (ir/parser.cc) reads it back.
 #include "ir/printer.h"
 
 #include <cmath>
