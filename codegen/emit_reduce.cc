@@ -35,6 +35,10 @@ ReduceEmitter::ReduceEmitter(const Region& region, const KernelParams& params)
   members_.insert(region.nodes.begin(), region.nodes.end());
 }
 
+std::string ReduceEmitter::VecDecl(const Node* in, const std::string& field) const {
+  return absl::StrCat(CTypeName(ComputeType(in->dtype())), " ", field, "[", V_, "];  // ", in->name());
+}
+
 void ReduceEmitter::Begin(Where where) {
   where_ = where;
   w_ = CodeWriter(2);
@@ -373,13 +377,14 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     if (!candidate) continue;
     const std::string field = absl::StrCat("x", vec_decls_.size());
     vec_fields_[in] = field;
-    vec_decls_.push_back(absl::StrCat(CTypeName(ComputeType(in->dtype())), " ", field, "[", V_, "];  // ", in->name()));
+    vec_decls_.push_back(VecDecl(in, field));
   }
   KernelSource ks;
   ks.kind = r_.kind;
   ks.template_name = KindInfo(r_.kind).runs_as;
   std::vector<std::string> params, fields;
   PointerParams(r_, &ks.args, &params, &fields, &in_names_, &out_names_);
+  KILN_ASSIGN_OR_RETURN(const bool frontier, PlanFrontier());  // writes Load and Load1 if so
   KILN_RETURN_IF_ERROR(EmitBeginRow());
   unsigned pass_mask = 0;
   int exchange_words = 1;
@@ -398,29 +403,31 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   KILN_RETURN_IF_ERROR(EmitStoreRow());
   KILN_RETURN_IF_ERROR(EmitCombined());
   // Load: the cached inputs of one vector.
-  Begin(Where::kVector);
-  for (const Node* in : r_.inputs) {
-    auto field = vec_fields_.find(in);
-    if (field == vec_fields_.end()) continue;
-    KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
-    w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(in->dtype()), ", ", V_, ">(", in_names_.at(in), " + ", index,
-                         ", x.", field->second, ");"));
+  if (!frontier) {
+    Begin(Where::kVector);
+    for (const Node* in : r_.inputs) {
+      auto field = vec_fields_.find(in);
+      if (field == vec_fields_.end()) continue;
+      KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
+      w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(in->dtype()), ", ", V_, ">(", in_names_.at(in), " + ",
+                           index, ", x.", field->second, ");"));
+    }
+    Function(column_ ? "Load(long long o, long long k, long long i0, Vec& x)" : "Load(long long r, long long c0, Vec& x)");
   }
-  Function(column_ ? "Load(long long o, long long k, long long i0, Vec& x)" : "Load(long long r, long long c0, Vec& x)");
 
   // The launch shape: threads per row (lanes along i for columns), the register or shared
   // memory cache, the streamed loop's unroll, blocks per row (tile).
   const int threads = column_ ? p_.block_size / std::max(p_.tile_n, 1) : ThreadsPerRow(p_);  // along the reduced axis
   const int64_t per_split = column_ ? (N_ + p_.split - 1) / p_.split : (N_ / V_ + p_.split - 1) / p_.split;
   const int64_t iters = (per_split + threads - 1) / threads;
-  const int64_t cache_floats = static_cast<int64_t>(vec_fields_.size()) * iters * V_;
+  const int64_t cache_floats = static_cast<int64_t>(vec_decls_.size()) * iters * V_;  // Vec's arrays
   int64_t slot_bytes = 0;  // one vector of every cached input
   for (const auto& [in, field] : vec_fields_) slot_bytes += V_ * ByteSize(in->dtype());
   const int64_t shared_bytes = slot_bytes * iters * threads;
   const bool shared = !column_ && p_.smem && p_.chunk == 0 && !vec_fields_.empty() && shared_bytes <= kMaxSharedCacheBytes;
   const bool cached =
-      p_.chunk == 0 && !vec_fields_.empty() && (shared || (!p_.smem && cache_floats <= kRowCacheFloatsPerThread));
-  if (p_.chunk == 0 && !cached && !vec_fields_.empty()) {
+      p_.chunk == 0 && !vec_decls_.empty() && (shared || (!p_.smem && cache_floats <= kRowCacheFloatsPerThread));
+  if (p_.chunk == 0 && !cached && !vec_decls_.empty()) {
     notes_.push_back(p_.smem ? absl::StrCat("does not fit the shared-memory cache (", shared_bytes, " bytes): streamed")
                              : absl::StrCat("does not fit the register cache (", cache_floats,
                                             " floats per thread): streamed"));
@@ -457,7 +464,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                     "const {\n",
                     load, "  }\n");
   }
-  if (!aligned_) {
+  if (!aligned_ && !frontier) {
     // Load1: element c of the cached inputs, into lane 0 of each (a head or tail element, which
     // the template loads with the row's vectors and keeps beside them).
     Begin(Where::kElement);

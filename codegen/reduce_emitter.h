@@ -56,7 +56,13 @@ class ReduceEmitter {
   // Makes `n` (at `lane`) a field of Row (Cell) holding `e` (in per-row code).
   TypedExpr SetRowField(const Node* n, const TypedExpr& e, int lane);
 
+  // ---- reduce_frontier.cc
+  // Whether Vec holds the prologue's frontier instead of (some of) the row inputs; if so, writes
+  // Load (and Load1) and sets frontier_, vec_fields_ and vec_decls_.
+  absl::StatusOr<bool> PlanFrontier();
+
   // ---- emit_reduce.cc
+  std::string VecDecl(const Node* in, const std::string& field) const;  // "float x0[8];  // x"
   void Begin(Where where);
   std::string End();
   void Function(const std::string& signature);  // appends the function written since Begin
@@ -93,6 +99,12 @@ class ReduceEmitter {
   std::vector<std::string> row_decls_;
   std::map<const Node*, std::string> vec_fields_;  // cached input -> field of Vec ("x0")
   std::vector<std::string> vec_decls_;
+  struct Cached {
+    std::string field;  // of Vec ("f0")
+    CType type;
+  };
+  std::map<const Node*, Cached> frontier_;  // prologue value -> field of Vec (reduce_frontier.cc)
+  bool in_load_ = false;                    // writing Load / Load1: frontier values are computed
   std::map<const Node*, std::string> acc_fields_;  // accumulated reduction -> field of its AccN
   std::map<const Node*, std::string> recip_fields_;  // per-row divisor -> field holding 1 / it
   std::map<const Node*, std::string> combine_values_;  // in Combined: combine -> local

@@ -86,6 +86,12 @@ TypedExpr ReduceEmitter::SetRowField(const Node* n, const TypedExpr& e, int lane
 absl::StatusOr<TypedExpr> ReduceEmitter::Value(const Node* n, int lane) {
   if (IsInlinedConstant(n)) return ConstantLiteral(*n);
   const CType type = ComputeType(n->dtype());
+  if (!in_load_ && (where_ == Where::kVector || where_ == Where::kElement)) {
+    if (auto it = frontier_.find(n); it != frontier_.end()) {
+      return TypedExpr{absl::StrCat("x.", it->second.field, "[", where_ == Where::kVector ? lane : 0, "]"),
+                       it->second.type};
+    }
+  }
   if (where_ == Where::kCombined) {
     if (auto it = combine_values_.find(n); it != combine_values_.end()) return TypedExpr{it->second, CType::kFloat};
   } else if (PerRow(n)) {

@@ -152,6 +152,52 @@ TEST(EmitKernelTest, APointwiseOutputMayBeWrittenOverAFullSizeInputOfItsElementS
   }
 }
 
+// A row's cached vectors hold what the passes read after the region's prologue, computed once
+// in Load, when that takes fewer arrays or saves drawing random numbers again.
+TEST(EmitKernelTest, ARowCacheHoldsTheProloguesFrontier) {
+  auto emit = [](const std::string& text, bool smem = false) {
+    Analysis a = testing_codegen::AnalyzeText(text);
+    const Region* r = testing_codegen::KernelRegions(a.plan).at(0);
+    KernelParams p = DefaultParams(*r, a.plan.device);
+    if (smem) p = KernelParams{128, 8, 1, 0}, p.smem = true;  // one block a row, as the cache needs
+    auto ks = EmitKernel(*r, p);
+    EXPECT_TRUE(ks.ok()) << ks.status();
+    return ks->source;
+  };
+  auto count = [](const std::string& s, const std::string& what) {
+    int n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  // Residual add + RMSNorm: one array (h, which the square and the store read) for two inputs.
+  const std::string rms = emit(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], w: bf16[1024]) {
+      h = add(x, r)
+      y = rms_norm(h, w) {axis = 1, eps = 1e-06}
+      return y, h })");
+  EXPECT_NE(rms.find("struct Vec {\n    float f0[8];  // h\n  };"), std::string::npos) << rms;
+  EXPECT_EQ(count(rms, "x.f0[0] = "), 1) << rms;  // computed in Load only
+  EXPECT_EQ(count(rms, "LoadVec<__nv_bfloat16, 8>(in0 + (r * 1024LL + c0)"), 1) << rms;
+  // Dropout + add + LayerNorm: the Philox words are drawn in Load, not in every level's pass.
+  const std::string ln = emit(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], w: bf16[1024], b: bf16[1024]) {
+      xd = dropout(x) {p = 0.1, seed = 7, offset = 0}
+      h = add(xd, r)
+      y = layer_norm(h, w, b) {axis = 1, eps = 1e-05}
+      return y, h })");
+  EXPECT_NE(ln.find("float f0[8];  // h"), std::string::npos) << ln;
+  EXPECT_EQ(count(ln, "kiln::DropoutWords("), 2) << ln;  // lanes 0..3 and 4..7, once
+  // One input: nothing to gain, the input stays cached.
+  const std::string softmax = emit("graph s(x: bf16[64,1024]) { y = softmax(x) {axis = 1}\n return y }");
+  EXPECT_NE(softmax.find("float x0[8];  // x"), std::string::npos) << softmax;
+  EXPECT_EQ(softmax.find("float f0["), std::string::npos) << softmax;
+  // A shared-memory cache keeps the raw input bytes that cp.async copies.
+  const std::string shared = emit(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], w: bf16[1024]) {
+      h = add(x, r)
+      y = rms_norm(h, w) {axis = 1, eps = 1e-06}
+      return y })", /*smem=*/true);
+  EXPECT_NE(shared.find("LoadShared"), std::string::npos) << shared;
+  EXPECT_EQ(shared.find("float f0["), std::string::npos) << shared;
+}
+
 TEST(NvrtcLogTest, ParsesPtxasInfo) {
   const std::string log =
       "ptxas info    : 0 bytes gmem\n"

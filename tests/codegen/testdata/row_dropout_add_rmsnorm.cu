@@ -30,14 +30,45 @@ struct Body {
   __nv_bfloat16* __restrict__ out0;
   __nv_bfloat16* __restrict__ out1;
   struct Vec {
-    float x0[8];  // x
-    float x1[8];  // res
+    float f0[8];  // h
   };
   struct Row {
     float v0;  // y.reduce_mean
     float v1;  // y.add
     float v2;  // y.rsqrt
   };
+  __device__ __forceinline__ void Load(long long r, long long c0, Vec& x) const {
+    float x0[8];  // x
+    kiln::LoadVec<__nv_bfloat16, 8>(in0 + (r * 64LL + c0), x0);
+    const kiln::Philox4 w0 = kiln::DropoutWords(1234ULL, 0ULL, static_cast<unsigned long long>(((r * 64LL + c0)) >> 2));  // xd, lanes 0..3
+    const float v0 = kiln::DropoutApply(x0[0], w0.w[0] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    float x1[8];  // res
+    kiln::LoadVec<__nv_bfloat16, 8>(in1 + (r * 64LL + c0), x1);
+    const float v1 = (v0 + x1[0]);  // h
+    const float v2 = kiln::DropoutApply(x0[1], w0.w[1] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    const float v3 = (v2 + x1[1]);  // h
+    const float v4 = kiln::DropoutApply(x0[2], w0.w[2] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    const float v5 = (v4 + x1[2]);  // h
+    const float v6 = kiln::DropoutApply(x0[3], w0.w[3] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    const float v7 = (v6 + x1[3]);  // h
+    const kiln::Philox4 w1 = kiln::DropoutWords(1234ULL, 0ULL, static_cast<unsigned long long>(((r * 64LL + (c0 + 4))) >> 2));  // xd, lanes 4..7
+    const float v8 = kiln::DropoutApply(x0[4], w1.w[0] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    const float v9 = (v8 + x1[4]);  // h
+    const float v10 = kiln::DropoutApply(x0[5], w1.w[1] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    const float v11 = (v10 + x1[5]);  // h
+    const float v12 = kiln::DropoutApply(x0[6], w1.w[2] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    const float v13 = (v12 + x1[6]);  // h
+    const float v14 = kiln::DropoutApply(x0[7], w1.w[3] >= 429496729u, 0x1.1c71c8p+0f);  // xd
+    const float v15 = (v14 + x1[7]);  // h
+    x.f0[0] = v1;
+    x.f0[1] = v3;
+    x.f0[2] = v5;
+    x.f0[3] = v7;
+    x.f0[4] = v9;
+    x.f0[5] = v11;
+    x.f0[6] = v13;
+    x.f0[7] = v15;
+  }
   __device__ __forceinline__ void BeginRow(long long r, Row& row) const {
   }
   struct Acc1 {
@@ -50,40 +81,22 @@ struct Body {
     a.a0 = kiln::Sum::Apply(a.a0, b.a0);
   }
   __device__ __forceinline__ void Step(const Row& row, Acc1& a, const Vec& x, long long r, long long c0) const {
-    const kiln::Philox4 w0 = kiln::DropoutWords(1234ULL, 0ULL, static_cast<unsigned long long>(((r * 64LL + c0)) >> 2));  // xd, lanes 0..3
-    const float v0 = kiln::DropoutApply(x.x0[0], w0.w[0] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v1 = (v0 + x.x1[0]);  // h
-    const float v2 = (v1 * v1);  // y.mul
+    const float v0 = (x.f0[0] * x.f0[0]);  // y.mul
+    a.a0 = kiln::Sum::Apply(a.a0, v0);
+    const float v1 = (x.f0[1] * x.f0[1]);  // y.mul
+    a.a0 = kiln::Sum::Apply(a.a0, v1);
+    const float v2 = (x.f0[2] * x.f0[2]);  // y.mul
     a.a0 = kiln::Sum::Apply(a.a0, v2);
-    const float v3 = kiln::DropoutApply(x.x0[1], w0.w[1] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v4 = (v3 + x.x1[1]);  // h
-    const float v5 = (v4 * v4);  // y.mul
+    const float v3 = (x.f0[3] * x.f0[3]);  // y.mul
+    a.a0 = kiln::Sum::Apply(a.a0, v3);
+    const float v4 = (x.f0[4] * x.f0[4]);  // y.mul
+    a.a0 = kiln::Sum::Apply(a.a0, v4);
+    const float v5 = (x.f0[5] * x.f0[5]);  // y.mul
     a.a0 = kiln::Sum::Apply(a.a0, v5);
-    const float v6 = kiln::DropoutApply(x.x0[2], w0.w[2] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v7 = (v6 + x.x1[2]);  // h
-    const float v8 = (v7 * v7);  // y.mul
-    a.a0 = kiln::Sum::Apply(a.a0, v8);
-    const float v9 = kiln::DropoutApply(x.x0[3], w0.w[3] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v10 = (v9 + x.x1[3]);  // h
-    const float v11 = (v10 * v10);  // y.mul
-    a.a0 = kiln::Sum::Apply(a.a0, v11);
-    const kiln::Philox4 w1 = kiln::DropoutWords(1234ULL, 0ULL, static_cast<unsigned long long>(((r * 64LL + (c0 + 4))) >> 2));  // xd, lanes 4..7
-    const float v12 = kiln::DropoutApply(x.x0[4], w1.w[0] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v13 = (v12 + x.x1[4]);  // h
-    const float v14 = (v13 * v13);  // y.mul
-    a.a0 = kiln::Sum::Apply(a.a0, v14);
-    const float v15 = kiln::DropoutApply(x.x0[5], w1.w[1] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v16 = (v15 + x.x1[5]);  // h
-    const float v17 = (v16 * v16);  // y.mul
-    a.a0 = kiln::Sum::Apply(a.a0, v17);
-    const float v18 = kiln::DropoutApply(x.x0[6], w1.w[2] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v19 = (v18 + x.x1[6]);  // h
-    const float v20 = (v19 * v19);  // y.mul
-    a.a0 = kiln::Sum::Apply(a.a0, v20);
-    const float v21 = kiln::DropoutApply(x.x0[7], w1.w[3] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v22 = (v21 + x.x1[7]);  // h
-    const float v23 = (v22 * v22);  // y.mul
-    a.a0 = kiln::Sum::Apply(a.a0, v23);
+    const float v6 = (x.f0[6] * x.f0[6]);  // y.mul
+    a.a0 = kiln::Sum::Apply(a.a0, v6);
+    const float v7 = (x.f0[7] * x.f0[7]);  // y.mul
+    a.a0 = kiln::Sum::Apply(a.a0, v7);
   }
   __device__ __forceinline__ void Finish(const Acc1& a, Row& row, long long r) const {
     row.v0 = (a.a0 / 0x1p+6f);  // y.reduce_mean
@@ -92,75 +105,53 @@ struct Body {
   }
   __device__ __forceinline__ void Store(const Row& row, const Vec& x, long long r, long long c0) const {
     float y0[8];
-    const kiln::Philox4 w0 = kiln::DropoutWords(1234ULL, 0ULL, static_cast<unsigned long long>(((r * 64LL + c0)) >> 2));  // xd, lanes 0..3
-    const float v0 = kiln::DropoutApply(x.x0[0], w0.w[0] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v1 = (v0 + x.x1[0]);  // h
-    y0[0] = v1;
-    const float v2 = kiln::DropoutApply(x.x0[1], w0.w[1] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v3 = (v2 + x.x1[1]);  // h
-    y0[1] = v3;
-    const float v4 = kiln::DropoutApply(x.x0[2], w0.w[2] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v5 = (v4 + x.x1[2]);  // h
-    y0[2] = v5;
-    const float v6 = kiln::DropoutApply(x.x0[3], w0.w[3] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v7 = (v6 + x.x1[3]);  // h
-    y0[3] = v7;
-    const kiln::Philox4 w1 = kiln::DropoutWords(1234ULL, 0ULL, static_cast<unsigned long long>(((r * 64LL + (c0 + 4))) >> 2));  // xd, lanes 4..7
-    const float v8 = kiln::DropoutApply(x.x0[4], w1.w[0] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v9 = (v8 + x.x1[4]);  // h
-    y0[4] = v9;
-    const float v10 = kiln::DropoutApply(x.x0[5], w1.w[1] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v11 = (v10 + x.x1[5]);  // h
-    y0[5] = v11;
-    const float v12 = kiln::DropoutApply(x.x0[6], w1.w[2] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v13 = (v12 + x.x1[6]);  // h
-    y0[6] = v13;
-    const float v14 = kiln::DropoutApply(x.x0[7], w1.w[3] >= 429496729u, 0x1.1c71c8p+0f);  // xd
-    const float v15 = (v14 + x.x1[7]);  // h
-    y0[7] = v15;
+    y0[0] = x.f0[0];
+    y0[1] = x.f0[1];
+    y0[2] = x.f0[2];
+    y0[3] = x.f0[3];
+    y0[4] = x.f0[4];
+    y0[5] = x.f0[5];
+    y0[6] = x.f0[6];
+    y0[7] = x.f0[7];
     kiln::StoreVec<__nv_bfloat16, 8>(out0 + (r * 64LL + c0), y0);  // h
     float y1[8];
-    const float v16 = (v1 * row.v2);  // y.mul.1
+    const float v0 = (x.f0[0] * row.v2);  // y.mul.1
     float x0[8];  // w
     kiln::LoadVec<__nv_bfloat16, 8>(in2 + c0, x0);
-    const float v17 = (v16 * x0[0]);  // y.mul.2
-    const float v18 = kiln::RoundToBF16(v17);  // y
-    y1[0] = v18;
-    const float v19 = (v3 * row.v2);  // y.mul.1
-    const float v20 = (v19 * x0[1]);  // y.mul.2
-    const float v21 = kiln::RoundToBF16(v20);  // y
-    y1[1] = v21;
-    const float v22 = (v5 * row.v2);  // y.mul.1
-    const float v23 = (v22 * x0[2]);  // y.mul.2
-    const float v24 = kiln::RoundToBF16(v23);  // y
-    y1[2] = v24;
-    const float v25 = (v7 * row.v2);  // y.mul.1
-    const float v26 = (v25 * x0[3]);  // y.mul.2
-    const float v27 = kiln::RoundToBF16(v26);  // y
-    y1[3] = v27;
-    const float v28 = (v9 * row.v2);  // y.mul.1
-    const float v29 = (v28 * x0[4]);  // y.mul.2
-    const float v30 = kiln::RoundToBF16(v29);  // y
-    y1[4] = v30;
-    const float v31 = (v11 * row.v2);  // y.mul.1
-    const float v32 = (v31 * x0[5]);  // y.mul.2
-    const float v33 = kiln::RoundToBF16(v32);  // y
-    y1[5] = v33;
-    const float v34 = (v13 * row.v2);  // y.mul.1
-    const float v35 = (v34 * x0[6]);  // y.mul.2
-    const float v36 = kiln::RoundToBF16(v35);  // y
-    y1[6] = v36;
-    const float v37 = (v15 * row.v2);  // y.mul.1
-    const float v38 = (v37 * x0[7]);  // y.mul.2
-    const float v39 = kiln::RoundToBF16(v38);  // y
-    y1[7] = v39;
+    const float v1 = (v0 * x0[0]);  // y.mul.2
+    const float v2 = kiln::RoundToBF16(v1);  // y
+    y1[0] = v2;
+    const float v3 = (x.f0[1] * row.v2);  // y.mul.1
+    const float v4 = (v3 * x0[1]);  // y.mul.2
+    const float v5 = kiln::RoundToBF16(v4);  // y
+    y1[1] = v5;
+    const float v6 = (x.f0[2] * row.v2);  // y.mul.1
+    const float v7 = (v6 * x0[2]);  // y.mul.2
+    const float v8 = kiln::RoundToBF16(v7);  // y
+    y1[2] = v8;
+    const float v9 = (x.f0[3] * row.v2);  // y.mul.1
+    const float v10 = (v9 * x0[3]);  // y.mul.2
+    const float v11 = kiln::RoundToBF16(v10);  // y
+    y1[3] = v11;
+    const float v12 = (x.f0[4] * row.v2);  // y.mul.1
+    const float v13 = (v12 * x0[4]);  // y.mul.2
+    const float v14 = kiln::RoundToBF16(v13);  // y
+    y1[4] = v14;
+    const float v15 = (x.f0[5] * row.v2);  // y.mul.1
+    const float v16 = (v15 * x0[5]);  // y.mul.2
+    const float v17 = kiln::RoundToBF16(v16);  // y
+    y1[5] = v17;
+    const float v18 = (x.f0[6] * row.v2);  // y.mul.1
+    const float v19 = (v18 * x0[6]);  // y.mul.2
+    const float v20 = kiln::RoundToBF16(v19);  // y
+    y1[6] = v20;
+    const float v21 = (x.f0[7] * row.v2);  // y.mul.1
+    const float v22 = (v21 * x0[7]);  // y.mul.2
+    const float v23 = kiln::RoundToBF16(v22);  // y
+    y1[7] = v23;
     kiln::StoreVec<__nv_bfloat16, 8>(out1 + (r * 64LL + c0), y1);  // y
   }
   __device__ __forceinline__ void StoreRow(const Row& row, long long r) const {
-  }
-  __device__ __forceinline__ void Load(long long r, long long c0, Vec& x) const {
-    kiln::LoadVec<__nv_bfloat16, 8>(in0 + (r * 64LL + c0), x.x0);
-    kiln::LoadVec<__nv_bfloat16, 8>(in1 + (r * 64LL + c0), x.x1);
   }
   template <int L>
   struct AccOf {
@@ -168,7 +159,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(256) kiln_row_5b6f528a34eca5b2(
+extern "C" __global__ void __launch_bounds__(256) kiln_row_0f7084f8b9c6f555(
     const __nv_bfloat16* __restrict__ in0,
     const __nv_bfloat16* __restrict__ in1,
     const __nv_bfloat16* __restrict__ in2,
