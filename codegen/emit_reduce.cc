@@ -384,7 +384,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   ks.template_name = KindInfo(r_.kind).runs_as;
   std::vector<std::string> params, fields;
   PointerParams(r_, &ks.args, &params, &fields, &in_names_, &out_names_);
-  KILN_ASSIGN_OR_RETURN(const bool frontier, PlanFrontier());  // writes Load and Load1 if so
+  KILN_ASSIGN_OR_RETURN(const bool frontier, PlanFrontier());  // writes Load if so
   KILN_RETURN_IF_ERROR(EmitBeginRow());
   unsigned pass_mask = 0;
   int exchange_words = 1;
@@ -464,7 +464,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                     "const {\n",
                     load, "  }\n");
   }
-  if (!aligned_ && !frontier) {
+  if (!aligned_) {  // never with a frontier
     // Load1: element c of the cached inputs, into lane 0 of each (a head or tail element, which
     // the template loads with the row's vectors and keeps beside them).
     Begin(Where::kElement);

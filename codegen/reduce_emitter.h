@@ -58,7 +58,7 @@ class ReduceEmitter {
 
   // ---- reduce_frontier.cc
   // Whether Vec holds the prologue's frontier instead of (some of) the row inputs; if so, writes
-  // Load (and Load1) and sets frontier_, vec_fields_ and vec_decls_.
+  // Load and sets frontier_, vec_fields_ and vec_decls_.
   absl::StatusOr<bool> PlanFrontier();
 
   // ---- emit_reduce.cc
@@ -104,7 +104,7 @@ class ReduceEmitter {
     CType type;
   };
   std::map<const Node*, Cached> frontier_;  // prologue value -> field of Vec (reduce_frontier.cc)
-  bool in_load_ = false;                    // writing Load / Load1: frontier values are computed
+  bool in_load_ = false;                    // writing Load: frontier values are computed
   std::map<const Node*, std::string> acc_fields_;  // accumulated reduction -> field of its AccN
   std::map<const Node*, std::string> recip_fields_;  // per-row divisor -> field holding 1 / it
   std::map<const Node*, std::string> combine_values_;  // in Combined: combine -> local

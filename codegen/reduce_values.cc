@@ -86,10 +86,9 @@ TypedExpr ReduceEmitter::SetRowField(const Node* n, const TypedExpr& e, int lane
 absl::StatusOr<TypedExpr> ReduceEmitter::Value(const Node* n, int lane) {
   if (IsInlinedConstant(n)) return ConstantLiteral(*n);
   const CType type = ComputeType(n->dtype());
-  if (!in_load_ && (where_ == Where::kVector || where_ == Where::kElement)) {
+  if (!in_load_ && where_ == Where::kVector) {  // a prologue value that Load put in Vec
     if (auto it = frontier_.find(n); it != frontier_.end()) {
-      return TypedExpr{absl::StrCat("x.", it->second.field, "[", where_ == Where::kVector ? lane : 0, "]"),
-                       it->second.type};
+      return TypedExpr{absl::StrCat("x.", it->second.field, "[", lane, "]"), it->second.type};
     }
   }
   if (where_ == Where::kCombined) {
