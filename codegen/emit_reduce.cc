@@ -39,6 +39,17 @@ std::string ReduceEmitter::VecDecl(const Node* in, const std::string& field) con
   return absl::StrCat(CTypeName(ComputeType(in->dtype())), " ", field, "[", V_, "];  // ", in->name());
 }
 
+absl::Status ReduceEmitter::LoadCachedInputs() {
+  for (const Node* in : r_.inputs) {
+    auto field = vec_fields_.find(in);
+    if (field == vec_fields_.end()) continue;
+    KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
+    w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(in->dtype()), ", ", V_, ">(", in_names_.at(in), " + ", index,
+                         ", x.", field->second, ");"));
+  }
+  return absl::OkStatus();
+}
+
 void ReduceEmitter::Begin(Where where) {
   where_ = where;
   w_ = CodeWriter(2);
@@ -405,13 +416,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   // Load: the cached inputs of one vector.
   if (!frontier) {
     Begin(Where::kVector);
-    for (const Node* in : r_.inputs) {
-      auto field = vec_fields_.find(in);
-      if (field == vec_fields_.end()) continue;
-      KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
-      w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(in->dtype()), ", ", V_, ">(", in_names_.at(in), " + ",
-                           index, ", x.", field->second, ");"));
-    }
+    KILN_RETURN_IF_ERROR(LoadCachedInputs());
     Function(column_ ? "Load(long long o, long long k, long long i0, Vec& x)" : "Load(long long r, long long c0, Vec& x)");
   }
 

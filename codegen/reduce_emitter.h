@@ -63,6 +63,7 @@ class ReduceEmitter {
 
   // ---- emit_reduce.cc
   std::string VecDecl(const Node* in, const std::string& field) const;  // "float x0[8];  // x"
+  absl::Status LoadCachedInputs();  // Load's LoadVec of each input cached in Vec (vector code)
   void Begin(Where where);
   std::string End();
   void Function(const std::string& signature);  // appends the function written since Begin

@@ -119,13 +119,7 @@ absl::StatusOr<bool> ReduceEmitter::PlanFrontier() {
   // Writes Load; returns the frontier's fields and their declarations.
   auto emit_load = [&](std::map<const Node*, Cached>& fields, std::vector<std::string>& decls) -> absl::Status {
     Begin(Where::kVector);
-    for (const Node* in : r_.inputs) {
-      auto field = vec_fields_.find(in);
-      if (field == vec_fields_.end()) continue;
-      KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
-      w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(in->dtype()), ", ", V_, ">(", in_names_.at(in), " + ",
-                           index, ", x.", field->second, ");"));
-    }
+    KILN_RETURN_IF_ERROR(LoadCachedInputs());
     std::vector<std::pair<std::vector<std::string>, Cached>> seen;  // each field's lanes, to share equal values
     std::vector<std::string> stores;
     for (const Node* f : frontier) {
