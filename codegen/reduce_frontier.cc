@@ -31,7 +31,6 @@ absl::StatusOr<bool> ReduceEmitter::PlanFrontier() {
   if (column_ || p_.smem || !aligned_ || vec_fields_.empty()) return false;
   // The prologue, in region order (operands first).
   std::set<const Node*> prologue;
-  bool random = false;
   for (const Node* n : r_.nodes) {
     const Placement& place = pl_.Of(n);
     const Shape& s = n->shape();
@@ -51,7 +50,6 @@ absl::StatusOr<bool> ReduceEmitter::PlanFrontier() {
     }
     if (!ok || !reads_row) continue;
     prologue.insert(n);
-    random |= c == OpCategory::kRandom;
   }
   if (prologue.empty()) return false;
   // The frontier of a prologue: its values read after it or written out, and the cached inputs
@@ -109,7 +107,8 @@ absl::StatusOr<bool> ReduceEmitter::PlanFrontier() {
   for (const Node* n : r_.nodes) {
     if (frontier_set.count(n)) frontier.push_back(n);
   }
-  random = std::any_of(prologue.begin(), prologue.end(), [](const Node* n) { return n->category() == OpCategory::kRandom; });
+  const bool random =
+      std::any_of(prologue.begin(), prologue.end(), [](const Node* n) { return n->category() == OpCategory::kRandom; });
 
   // Load, tentatively: the kept inputs, then each frontier value computed from the others.
   std::map<const Node*, std::string> inputs = vec_fields_;
