@@ -3,9 +3,11 @@
 // that builds the Body from the kernel's pointer arguments and calls the template with the
 // launch shape of the region's KernelParams. Where nodes sit in the space comes from the
 // region's ReducePlacement; the code here only writes, function by function:
-//   Vec / Row (Cell) / AccL   the cached inputs of one vector, the per-row (per-column)
-//                             values, each level's accumulators (a max and its
-//                             sum(e^(x - max)) share one MaxSum; columns: one per lane)
+//   Vec / Row (Cell) / AccL   the cached inputs of one vector (rows: or what the region
+//                             computes from them before its first reduction, see
+//                             reduce_frontier.cc), the per-row (per-column) values, each
+//                             level's accumulators (a max and its sum(e^(x - max)) share one
+//                             MaxSum; columns: one per lane)
 //   BeginRow, Finish          per-row values, at the level they become known; a one-hot pick
 //                             is read as one element in its level's Finish (rows)
 //   Step / Step1              one level's accumulation over a vector / one element (rows)
