@@ -403,7 +403,12 @@ AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec
     if (d <= 64) {
       w = dropout ? AttentionTiles{128, 64, 8, 3, 1, true} : AttentionTiles{128, 64, 8, 3, 1, true, 2};
     } else if (d <= 128) {
-      w = plan.causal || dropout ? AttentionTiles{192, 64, 12, 3, 1, true} : AttentionTiles{192, 128, 12, 2, 1, true};
+      // Not causal: 128 x 128 tiles, 3 stages, on two warpgroups (240 registers, no spill) beat
+      // 192 x 128, 2 stages (which spills 36 bytes) by 0.7-5% in four H200 timings (S 2000 with
+      // 4 query heads per K/V head, S 4096; bench/results/2026-11-27-session19.md). Causal:
+      // 128 x 128 was 5-6% faster at S 4096 but 2% slower at S 2048 and 5.6% at S 1024, level
+      // at S 8192: 192 x 64 stays.
+      w = plan.causal || dropout ? AttentionTiles{192, 64, 12, 3, 1, true} : AttentionTiles{128, 128, 8, 3, 1, true};
     } else {
       w = {128, 64, 8, 2, 1, true};
     }

@@ -126,8 +126,9 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
 // to head dim 128, then 64 x 32 on 4 warps. When the blocks would not fill two per SM, the key tiles are
 // split over more blocks (at least 4 tiles each, at most 16 splits). On a wgmma device, when
 // the blocks fill the SMs without a split: the sm_90a kernel (head dims up to 64: 128 x 64
-// tiles, 3 stages, two blocks per SM; up to 128: 192 x 128, 2 stages, or causal 192 x 64, 3
-// stages; up to 256: 128 x 64, 2 stages), the fastest of each class in the harness timings.
+// tiles, 3 stages, two blocks per SM; up to 128: 128 x 128, 3 stages, or causal or with
+// dropout 192 x 64, 3 stages; up to 256: 128 x 64, 2 stages), the fastest of each class in the
+// harness timings.
 AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);
 // The autotuner's candidates (the default first), every one fitting.
 std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);
