@@ -137,7 +137,11 @@ double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads,
   if (resident_per_sm > 0) cap = std::min(cap, resident_per_sm);
   const int64_t per_sm = std::min<int64_t>((blocks + sms - 1) / sms, cap);
   const double fill = std::min(1.0, static_cast<double>(per_sm * threads) / kSaturatingThreadsPerSm);
-  return std::min(device.dram_bytes_per_us, static_cast<double>(sms) * device.sm_bytes_per_us * fill);
+  // The busiest SM runs ceil(blocks / sms) of the blocks, over all waves; the others finish
+  // early. 192 tiles of a column reduction on 132 SMs leave 72 of them half idle: measured
+  // 15.3 us, and 12.2 with 384 narrower tiles (H200, bench/results/2026-11-27-session19.md).
+  const double balance = static_cast<double>(blocks) / static_cast<double>(sms * ((blocks + sms - 1) / sms));
+  return std::min(device.dram_bytes_per_us, static_cast<double>(sms) * device.sm_bytes_per_us * fill * balance);
 }
 
 void FinishEstimate(const DeviceSpec& device, double flop_rate, double bandwidth, int launches, RunTimeEstimate& e) {
