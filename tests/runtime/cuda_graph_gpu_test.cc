@@ -92,9 +92,9 @@ void Poison(const DeviceSet& s) {
     if (b.bytes() > 0) ASSERT_EQ(cu->cuMemsetD8(b.get(), 0xFF, b.bytes()), CUDA_SUCCESS);
   }
   // cuMemsetD8 runs on the legacy stream and may return before it is done; the tests' stream is
-  // non-blocking (it does not wait for the legacy stream), so without this a replay could race
-  // the poison: dropout_add_layernorm_p0's 128 MB outputs were still being poisoned once while
-  // the replay wrote them (gpu-check, 2026-11-27).
+  // non-blocking (it does not wait for the legacy stream), so without this a replay can race
+  // the poison (a replay of dropout_add_layernorm_p0 once read back a differing output while
+  // gpu-check ran other GPU jobs beside it, 2026-11-27).
   ASSERT_EQ(cu->cuCtxSynchronize(), CUDA_SUCCESS);
 }
 
