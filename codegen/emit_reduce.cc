@@ -7,7 +7,8 @@
 //                             computes from them before its first reduction, see
 //                             reduce_frontier.cc), the per-row (per-column) values, each
 //                             level's accumulators (a max and its sum(e^(x - max)) share one
-//                             MaxSum; columns: one per lane)
+//                             MaxSum, a mean and its sum of squared deviations one MeanVar;
+//                             columns: one per lane)
 //   BeginRow, Finish          per-row values, at the level they become known; a one-hot pick
 //                             is read as one element in its level's Finish (rows)
 //   Step / Step1              one level's accumulation over a vector / one element (rows)
@@ -83,8 +84,18 @@ std::string ReduceEmitter::FunctorOf(const Node* red) const {
   }
 }
 
+namespace {
+
+// The 32-bit words of an accumulator type AccTypeOf names (row_reduce.cuh's AccWords).
+int AccWordsOf(const std::string& type) {
+  return type == "float" ? 1 : type == "kiln::MeanVar" ? 3 : 2;  // long long, MaxSum: 2
+}
+
+}  // namespace
+
 std::string ReduceEmitter::AccTypeOf(const Node* red) const {
   if (pl_.IsPairedMax(red)) return "kiln::MaxSum";
+  if (pl_.IsPairedMean(red)) return "kiln::MeanVar";
   return ComputeType(red->operand(0)->dtype()) == CType::kInt ? "long long" : "float";
 }
 
@@ -140,7 +151,8 @@ absl::Status ReduceEmitter::EmitStep(int level, bool vector) {
   const int lanes = vector ? V_ : 1;
   std::vector<std::pair<const Node*, std::string>> pair_lanes;  // region order: deterministic source
   for (const Node* red : pl_.reductions) {
-    if (column_ || pl_.Of(red).level != level || !acc_fields_.count(red) || !pl_.IsPairedMax(red)) continue;
+    if (column_ || pl_.Of(red).level != level || !acc_fields_.count(red)) continue;
+    if (!pl_.IsPairedMax(red) && !pl_.IsPairedMean(red)) continue;
     pair_lanes.push_back({red, w_.Fresh("m")});
     w_.Line(absl::StrCat("float ", pair_lanes.back().second, "[", lanes, "];"));
   }
@@ -163,8 +175,8 @@ absl::Status ReduceEmitter::EmitStep(int level, bool vector) {
   }
   if (!column_) {
     for (const auto& [red, lanes_var] : pair_lanes) {
-      w_.Line(absl::StrCat("a.", acc_fields_.at(red), " = kiln::MaxSumAddVec<", lanes, ">(a.", acc_fields_.at(red),
-                           ", ", lanes_var, ");"));
+      w_.Line(absl::StrCat("a.", acc_fields_.at(red), " = kiln::", pl_.IsPairedMax(red) ? "MaxSum" : "MeanVar",
+                           "AddVec<", lanes, ">(a.", acc_fields_.at(red), ", ", lanes_var, ");"));
     }
   }
   const std::string acc = absl::StrCat("Acc", level);
@@ -200,7 +212,7 @@ absl::Status ReduceEmitter::EmitFinish(int level) {
   Begin(Where::kPerRow);
   for (int lane = 0; lane < PerRowLanes(); ++lane) {
     for (const Node* red : pl_.reductions) {
-      if (pl_.Of(red).level != level || pl_.picks.count(red) || pl_.IsPairedSum(red)) continue;
+      if (pl_.Of(red).level != level || pl_.picks.count(red) || pl_.IsPairedSecond(red)) continue;
       const std::string a = column_ ? absl::StrCat("a.", acc_fields_.at(red), "[", lane, "]")
                                     : absl::StrCat("a.", acc_fields_.at(red));
       if (pl_.IsPairedMax(red)) {
@@ -211,6 +223,18 @@ absl::Status ReduceEmitter::EmitFinish(int level) {
           if (pl_.IsPairedSum(sum) && pl_.online_max.at(sum) == red) {
             SetRowField(sum, TypedExpr{pair + ".s", CType::kFloat}, lane);
           }
+        }
+        continue;
+      }
+      if (pl_.IsPairedMean(red)) {  // the mean, and each paired sum (or mean) of squared deviations
+        SetRowField(red, TypedExpr{a + ".mean", CType::kFloat}, lane);
+        for (const auto& [variance, mean] : pl_.online_mean) {
+          if (mean != red) continue;
+          TypedExpr m2{a + ".m2", CType::kFloat};
+          if (variance->op() == OpKind::kReduceMean) {
+            m2.code = absl::StrCat("(", a, ".m2 / ", FloatLiteral(static_cast<float>(N_)), ")");
+          }
+          SetRowField(variance, Coerce(m2, ComputeType(variance->dtype())), lane);
         }
         continue;
       }
@@ -245,15 +269,16 @@ absl::Status ReduceEmitter::EmitLevel(int level) {
   const std::string lanes = column_ ? absl::StrCat("[", V_, "]") : "";
   const std::string j = column_ ? "[j]" : "";
   for (const Node* red : pl_.reductions) {
-    if (pl_.Of(red).level != level || pl_.picks.count(red) || pl_.IsPairedSum(red)) continue;
+    if (pl_.Of(red).level != level || pl_.picks.count(red) || pl_.IsPairedSecond(red)) continue;
     const std::string field = absl::StrCat("a", acc_fields_.size());
     acc_fields_[red] = field;
     const std::string type = AccTypeOf(red);
     fields.push_back(absl::StrCat(type, " ", field, lanes, ";  // ", red->name()));
     const std::string f = absl::StrCat("a.", field, j), g = absl::StrCat("b.", field, j);
-    if (type == "kiln::MaxSum") {
-      absl::StrAppend(&init, "    ", f, " = kiln::MaxSumIdentity();\n");
-      absl::StrAppend(&merge, "    ", f, " = kiln::MaxSumMerge(", f, ", ", g, ");\n");
+    if (type == "kiln::MaxSum" || type == "kiln::MeanVar") {
+      const std::string pair = type.substr(6);
+      absl::StrAppend(&init, "    ", f, " = kiln::", pair, "Identity();\n");
+      absl::StrAppend(&merge, "    ", f, " = kiln::", pair, "Merge(", f, ", ", g, ");\n");
     } else {
       absl::StrAppend(&init, "    ", f, " = ", FunctorOf(red), "::Identity();\n");
       absl::StrAppend(&merge, "    ", f, " = ", FunctorOf(red), "::Apply(", f, ", ", g, ");\n");
@@ -407,7 +432,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     if (acc_fields_.size() > before) pass_mask |= 1u << level;
     int words = 0;
     for (const Node* red : pl_.reductions) {
-      if (pl_.Of(red).level == level && acc_fields_.count(red)) words += AccTypeOf(red) == "float" ? 1 : 2;
+      if (pl_.Of(red).level == level && acc_fields_.count(red)) words += AccWordsOf(AccTypeOf(red));
     }
     exchange_words = std::max(exchange_words, words * (column_ ? V_ : 1));
   }
@@ -489,7 +514,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                                            " bytes per block (cp.async)")
                    : cached ? absl::StrCat("cached in registers: ", iters, " x ", V_, " per thread")
                             : absl::StrCat("streamed from global memory, ", pl_.levels + 1, " passes at most",
-                                           pl_.online_max.empty() ? "" : ", online max+sum"));
+                                           pl_.OnlinePairs().empty() ? "" : ", ", pl_.OnlinePairs()));
   // A column region whose full-space outputs wait for no reduction stores them as level 1 reads
   // its inputs (kStoreInStep): no final pass, and no wait for them.
   const bool store_in_step = column_ && ColumnStoresInStep(r_, pl_);

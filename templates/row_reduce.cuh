@@ -24,7 +24,7 @@
 // kSharedCache in dynamic shared memory as raw bytes copied there by cp.async (a block's row
 // share then costs no registers, so several blocks, and rows, are resident per SM and one
 // block's reduction overlaps another's loads). Otherwise each level streams the row again (a
-// max and sum(e^(x - max)) share one pass, online).
+// max and sum(e^(x - max)) share one pass, online, as do a mean and sum((x - mean)^2)).
 // Every reduction is deterministic: fixed shuffle trees, fixed-order merges, no float atomics.
 #pragma once
 
@@ -82,6 +82,58 @@ __device__ __forceinline__ MaxSum MaxSumMerge(MaxSum a, MaxSum b) {
 __device__ __forceinline__ MaxSum MaxSumFinish(MaxSum a) {
   if (!(fabsf(a.m) < kInfF())) a.s = kNaNF();
   return a;
+}
+
+// ---- online mean and sum of squared deviations (Welford, merged as Chan et al.) -------------
+// The triple (n, mean, m2) stands for the n elements seen: their mean and
+// m2 = sum_i (x_i - mean)^2, so that a layer_norm's mean and variance come out of one pass over
+// the row instead of a pass per level. It never subtracts E[x]^2 from E[x^2], so a row whose
+// mean is large against its spread keeps its variance. n counts elements exactly (a float is
+// exact up to 2^24; the placement pairs only shorter rows).
+struct MeanVar {
+  float n;
+  float mean;
+  float m2;
+};
+
+__device__ __forceinline__ MeanVar MeanVarIdentity() { return MeanVar{0.0f, 0.0f, 0.0f}; }
+
+// 1 / n: the special-function unit's reciprocal (__fdividef, within 2 ulp) and one Newton step
+// (about 0.5 ulp). Under NVRTC the correctly rounded __frcp_rn, and an inline rcp.approx alike,
+// took a 512-thread cluster merge of 8 blocks from 128 registers to 32 and 650+ bytes of
+// spills; this does not.
+__device__ __forceinline__ float CountReciprocal(float n) {
+  const float r = __fdividef(1.0f, n);
+  return r * fmaf(-n, r, 2.0f);
+}
+
+// Adds V elements: their own mean and m2 first (two passes over registers), then Welford's
+// update, which moves the mean by a fraction of the (small) difference of the means, so that
+// its rounding stays within an ulp or two of the mean however many vectors a thread adds.
+template <int V>
+__device__ __forceinline__ MeanVar MeanVarAddVec(MeanVar a, const float (&x)[V]) {
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) s += x[j];
+  const float mv = s * (1.0f / V);
+  float m2 = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) m2 = fmaf(x[j] - mv, x[j] - mv, m2);
+  const float n = a.n + V;
+  const float r = CountReciprocal(n);
+  const float delta = mv - a.mean;
+  return MeanVar{n, fmaf(delta, V * r, a.mean), a.m2 + m2 + delta * delta * (a.n * V * r)};
+}
+
+// Merges two triples (Chan et al.): n = na + nb, mean = ma + (mb - ma) nb / n,
+// m2 = m2a + m2b + (mb - ma)^2 na nb / n. An empty side contributes nothing, and two empty sides
+// stay empty. Not symmetric to the bit, which no merge needs: a butterfly ends with one lane's
+// result broadcast (WarpMerge), and every other merge has a fixed order.
+__device__ __forceinline__ MeanVar MeanVarMerge(MeanVar a, MeanVar b) {
+  const float n = a.n + b.n;
+  const float r = CountReciprocal(fmaxf(n, 1.0f));  // n is a count: 0 or at least 1
+  const float delta = b.mean - a.mean;
+  return MeanVar{n, fmaf(delta, b.n * r, a.mean), a.m2 + b.m2 + delta * delta * (a.n * b.n * r)};
 }
 
 // ---- merging a body's accumulators over threads -----------------------------------------------
@@ -222,8 +274,9 @@ template <int kSplit, bool kWait, int kFoldSlots, int kBlockThreads, class Body,
 __device__ __forceinline__ bool SplitMerge(const Body& body, Acc& a, const SplitSync& sync, int split, unsigned pass,
                                            int lanes, int lane, int first, int step, const BlockMerge& block_merge) {
   constexpr int kWords = AccWords<Acc>::kCount;
-  // Up to 32 words in flight per thread, 16 in a block that may be 1024 threads of 64 registers.
-  constexpr int kAheadWords = kBlockThreads >= 1024 ? 16 : 32;
+  // Up to 32 words in flight per thread, 16 in a block of 512 or 1024 threads (at most 128 or 64
+  // registers: a 512-thread fold of 8 three-word MeanVars spilled).
+  constexpr int kAheadWords = kBlockThreads >= 512 ? 16 : 32;
   constexpr int kMaxAhead = kAheadWords / kWords > 1 ? (kAheadWords / kWords < 8 ? kAheadWords / kWords : 8) : 1;
   constexpr int kFoldAhead = kFoldSlots < kMaxAhead ? (kFoldSlots > 1 ? kFoldSlots : 1) : kMaxAhead;
   const int stride = lanes * Body::kExchangeWords;

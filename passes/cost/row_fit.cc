@@ -405,14 +405,15 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     return fit;
   }
   fit.online_max_sum = !placement.online_max.empty();
+  const std::string pairs = placement.OnlinePairs().empty() ? "" : " with " + placement.OnlinePairs();
   const int statistics = placement.levels;
   fit.passes = std::max(1, statistics + (row_outputs ? 1 : 0));
   std::string how;
   if (!row_outputs || statistics == 0) {
-    how = fit.online_max_sum ? " with online max+sum" : "";
+    how = pairs;
   } else {
     how = absl::StrFormat(" (%d for the statistics%s, 1 for the row-shaped outputs)", statistics,
-                          fit.online_max_sum ? " with online max+sum" : "");
+                          pairs);
   }
   fit.reason = absl::StrFormat("%s does not fit the register budget of %s: streamed, %d pass%s%s%s", what, budget,
                                fit.passes, fit.passes == 1 ? "" : "es", how, cluster);

@@ -62,7 +62,9 @@ std::vector<int64_t> SortedAxes(const Node* reduction) {
 
 class Placer {
  public:
-  Placer(const Region& region, ReducePlacement& out) : r_(region), out_(out) {
+  // `pair_means`: find reduce_mean / variance pairs (FindOnlinePairs).
+  Placer(const Region& region, ReducePlacement& out, bool pair_means)
+      : r_(region), out_(out), pair_means_(pair_means) {
     members_.insert(region.nodes.begin(), region.nodes.end());
   }
 
@@ -81,9 +83,11 @@ class Placer {
   void FindOnlinePairs();
   void FindPicks();
   const Node* SkipViews(const Node* n) const;
+  const Node* SquaredDeviationMean(const Node* sq) const;
 
   const Region& r_;
   ReducePlacement& out_;
+  const bool pair_means_;
   std::set<const Node*> members_;
   std::map<const Node*, Cut> cut_;
   const Node* source_ = nullptr;  // the reduction that defines the space
@@ -339,8 +343,25 @@ const Node* Placer::SkipViews(const Node* n) const {
   return n;
 }
 
+// The mean m = reduce_mean(x) of the row that d = x - m (or m - x) subtracts, for d*d: else null.
+const Node* Placer::SquaredDeviationMean(const Node* sq) const {
+  if (!Member(sq) || sq->op() != OpKind::kMul || sq->operand(0) != sq->operand(1)) return nullptr;
+  const Node* d = sq->operand(0);
+  if (!Member(d) || d->op() != OpKind::kSub) return nullptr;
+  for (int side = 0; side < 2; ++side) {
+    const Node* x = d->operand(side);
+    const Node* m = SkipViews(d->operand(1 - side));
+    if (Member(m) && m->op() == OpKind::kReduceMean && out_.IsRowReduction(m) && m->operand(0) == x) return m;
+  }
+  return nullptr;
+}
+
 // reduce_sum(exp(sub(x, m))) with m = reduce_max(x) of the same row, one level below: the
-// online pair, computed together at the max's level.
+// online pair, computed together at the max's level. Likewise reduce_{sum,mean}(d * d) with
+// d = x - m and m = reduce_mean(x) (a layer_norm's variance), in row spaces of at most 2^24
+// elements (MeanVar counts them in a float) and only where PlaceReduction keeps them (a row
+// split or streamed): a column kernel's lane takes one element a step, where Welford's division
+// per element would cost more than the pass it saves.
 void Placer::FindOnlinePairs() {
   for (const Node* b : out_.reductions) {
     if (b->op() != OpKind::kReduceSum) continue;
@@ -354,7 +375,14 @@ void Placer::FindOnlinePairs() {
     if (out_.Of(b).level != out_.Of(m).level + 1 || !IsFloat(x->dtype())) continue;
     out_.online_max[b] = m;
   }
-  if (out_.online_max.empty()) return;
+  for (const Node* v : out_.reductions) {
+    if (!pair_means_ || out_.space.inner != 1 || out_.space.reduced > (int64_t{1} << 24)) break;
+    if (v->op() != OpKind::kReduceSum && v->op() != OpKind::kReduceMean) continue;
+    const Node* m = SquaredDeviationMean(v->operand(0));
+    if (m == nullptr || out_.Of(v).level != out_.Of(m).level + 1 || !IsFloat(m->dtype())) continue;
+    out_.online_mean[v] = m;
+  }
+  if (out_.online_max.empty() && out_.online_mean.empty()) return;
   // A pair is computed at its max's level: move the sum (and what depends on it) down one.
   for (const Node* n : r_.nodes) {
     int l = 0;
@@ -363,7 +391,10 @@ void Placer::FindOnlinePairs() {
     }
     if (out_.IsRowReduction(n)) {
       auto it = out_.online_max.find(n);
-      l = it != out_.online_max.end() ? out_.place.at(it->second).level : l + 1;
+      auto jt = out_.online_mean.find(n);
+      l = it != out_.online_max.end()    ? out_.place.at(it->second).level
+          : jt != out_.online_mean.end() ? out_.place.at(jt->second).level
+                                         : l + 1;
     }
     out_.place.at(n).level = l;
   }
@@ -449,6 +480,20 @@ bool ReducePlacement::IsCombine(const Node* n) const {
   return std::find(combines.begin(), combines.end(), n) != combines.end();
 }
 
+std::string ReducePlacement::OnlinePairs() const {
+  std::vector<std::string> pairs;
+  if (!online_max.empty()) pairs.push_back("online max+sum");
+  if (!online_mean.empty()) pairs.push_back("online mean+variance");
+  return absl::StrJoin(pairs, ", ");
+}
+
+bool ReducePlacement::IsPairedMean(const Node* n) const {
+  for (const auto& [variance, mean] : online_mean) {
+    if (mean == n) return true;
+  }
+  return false;
+}
+
 bool ReducePlacement::IsPairedMax(const Node* n) const {
   for (const auto& [sum, max] : online_max) {
     if (max == n) return true;
@@ -477,8 +522,19 @@ absl::StatusOr<ReduceSpace> SpaceOf(const Node* reduction) {
 
 absl::StatusOr<ReducePlacement> PlaceReduction(const Region& region, const DeviceSpec& device) {
   ReducePlacement placement;
-  Placer placer(region, placement);
-  KILN_RETURN_IF_ERROR(placer.Run());
+  KILN_RETURN_IF_ERROR(Placer(region, placement, /*pair_means=*/true).Run());
+  if (!placement.online_mean.empty()) {
+    // A row that one block keeps on chip is read once either way; there a mean and its
+    // variance stay two levels, because the pair's arithmetic per element (a Welford merge per
+    // vector) costs more than the block merge it saves: 1.02-1.07x the time on the H200 for
+    // rows of 768 to 5120 (bench/results/2026-11-27-session20.md, run 1). Split or streamed
+    // rows keep the pair: it saves a pass over the row, or the blocks of a row waiting for each
+    // other once (0.80-0.96x there).
+    ReducePlacement two_levels;
+    KILN_RETURN_IF_ERROR(Placer(region, two_levels, /*pair_means=*/false).Run());
+    two_levels.fit = FitRowOnChip(region, two_levels, device);
+    if (two_levels.fit.on_chip && two_levels.fit.split == 1) return two_levels;
+  }
   placement.fit = placement.space.inner == 1 ? FitRowOnChip(region, placement, device)
                                               : FitColumnOnChip(region, placement, device);
   return placement;

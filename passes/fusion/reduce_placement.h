@@ -14,8 +14,8 @@
 //
 // From the places follow: what each value varies along (per element, per row, along the row
 // only, or a scalar), the reduction level each value waits for, the combines (per-row values
-// reduced over every row, e.g. a mean loss), the reduce_max / reduce_sum(exp(x - max)) pairs a
-// streamed row computes in one online pass, the one-hot row sums read as one element
+// reduced over every row, e.g. a mean loss), the reduce_max / reduce_sum(exp(x - max)) and
+// reduce_mean / reduce_mean((x - mean)^2) pairs a row computes in one online pass, the one-hot row sums read as one element
 // (cross-entropy's target pick), and for rows the on-chip fit (passes/cost/row_fit.h). The row
 // kernel (codegen/emit_reduce.cc) and the cost model both read this; neither re-derives it.
 #ifndef KILN_PASSES_FUSION_REDUCE_PLACEMENT_H_
@@ -76,6 +76,8 @@ struct ReducePlacement {
   std::vector<const Node*> reductions;      // over the reduced group (not combines), region order
   std::vector<const Node*> combines;        // per-row values reduced over every row, region order
   std::map<const Node*, const Node*> online_max;  // reduce_sum(exp(x - max)) -> its reduce_max
+  // reduce_{sum,mean}((x - mean)^2) -> its reduce_mean(x): both from one pass (rows only)
+  std::map<const Node*, const Node*> online_mean;
   std::map<const Node*, OneHotPick> picks;
   int levels = 0;          // the deepest reduction level (an online pair shares its max's)
   RowFit fit;              // row reductions: the on-chip rule's verdict (row_fit.h)
@@ -85,6 +87,12 @@ struct ReducePlacement {
   bool IsCombine(const Node* n) const;
   bool IsPairedSum(const Node* n) const { return online_max.count(n) > 0; }
   bool IsPairedMax(const Node* n) const;
+  bool IsPairedVariance(const Node* n) const { return online_mean.count(n) > 0; }
+  bool IsPairedMean(const Node* n) const;
+  // A reduction computed by its pair's accumulator, not its own.
+  bool IsPairedSecond(const Node* n) const { return IsPairedSum(n) || IsPairedVariance(n); }
+  // "online max+sum", "online mean+variance", both, or "" where the region has no pair.
+  std::string OnlinePairs() const;
 };
 
 // Places the nodes of `region` (its nodes, inputs and outputs set). An error says why the

@@ -31,10 +31,10 @@ std::vector<std::string> JsonFiles(const std::string& dir) {
   return out;
 }
 
-// Compiles `ks` once per distinct name (equal kernels share one) and reports it; with
-// `no_spills`, a kernel that spills fails.
+// Compiles `ks` once per distinct name (equal kernels share one) and reports it; a kernel that
+// spills more than `spill_limit` bytes fails (a negative limit: any).
 void CompileAndReport(const std::string& what, const KernelSource& ks, std::set<std::string>* seen,
-                      bool no_spills = true) {
+                      int64_t spill_limit = 0) {
   if (!seen->insert(ks.name).second) {
     std::printf("%-44s %s (same kernel as above)\n", what.c_str(), ks.name.c_str());
     return;
@@ -42,7 +42,7 @@ void CompileAndReport(const std::string& what, const KernelSource& ks, std::set<
   auto compiled = CompileCuda(ks.name, ks.source, "sm_90a");
   ASSERT_TRUE(compiled.ok()) << what << ":\n" << ks.source << "\n" << compiled.status();
   EXPECT_FALSE(compiled->cubin.empty());
-  if (no_spills) EXPECT_EQ(compiled->spill_store_bytes, 0) << what << " spills:\n" << compiled->log;
+  if (spill_limit >= 0) EXPECT_LE(compiled->spill_store_bytes, spill_limit) << what << " spills:\n" << compiled->log;
   std::string notes;
   for (const std::string& n : ks.notes) notes += " | " + n;
   std::printf("%-44s %s %-32s %7.1f ms %3d regs %3lld spill%s\n", what.c_str(), ks.name.c_str(),
@@ -128,7 +128,11 @@ TEST(ExamplesNvrtcTest, SharedMemoryRowCacheCompiles) {
           EXPECT_GT(ks->launch.dynamic_smem_bytes, 0) << p.ToString();
           EXPECT_LE(ks->launch.dynamic_smem_bytes, kMaxSharedCacheBytes) << p.ToString();
         }
-        CompileAndReport(absl::StrCat("shared cache r", r->id, " ", p.ToString()), *ks, &seen);
+        // The default never spills. A tuning candidate may spill a few words where ptxas, given
+        // every register a 512-thread block can have (128), still hoists one more shared load
+        // (the row split over 9 blocks of layer_norm over 262144: 8 bytes): the tuner times it
+        // like any other.
+        CompileAndReport(absl::StrCat("shared cache r", r->id, " ", p.ToString()), *ks, &seen, p == d ? 0 : 16);
         if (p.smem && p.min_blocks > 0) {
           auto compiled = CompileCuda(ks->name, ks->source, "sm_90a");
           ASSERT_TRUE(compiled.ok());
@@ -189,7 +193,7 @@ TEST(ExamplesNvrtcTest, SplitReductionsCompileWithAndWithoutWaits) {
         split += p.split > 1;
         clusters += p.cluster;
         CompileAndReport(absl::StrCat("split r", r->id, " ", p.ToString()), *ks, &seen,
-                         p == DefaultParams(*r, a.plan.device));
+                         p == DefaultParams(*r, a.plan.device) ? 0 : -1);
       }
     }
     EXPECT_GT(split, 0) << "no candidate splits:\n" << text;

@@ -186,7 +186,7 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
         if (region.outputs[o]->name() == arg.tensor) want = &(*expected)[o];
       }
       ASSERT_NE(want, nullptr) << arg.tensor;
-      const Tolerance tol = KernelTolerance(arg.dtype);
+      const Tolerance tol = options.tolerance ? *options.tolerance : KernelTolerance(arg.dtype);
       int bad = 0;
       double max_err = 0;
       for (int64_t e = 0; e < got.num_elements(); ++e) {

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "codegen/kernel_params.h"
+#include "ir/compare.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "passes/fusion/region.h"
@@ -38,6 +39,7 @@ struct CheckOptions {
   uint64_t seed = 1;                                  // for RandomInputs of the region's subgraph
   std::optional<KernelParams> params;                 // default: DefaultParams on the h100 spec
   const std::map<std::string, Tensor>* inputs = nullptr;  // overrides the random inputs by name
+  std::optional<Tolerance> tolerance;                 // default: ir/compare.h's KernelTolerance
 };
 
 // Runs one region's kernel and compares it with the interpreter (gtest failures on mismatch).

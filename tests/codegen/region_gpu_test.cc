@@ -153,6 +153,42 @@ TEST_F(RegionGpuTest, SplitRows) {
   }
 }
 
+// layer_norm's mean and variance come from one pass of Welford accumulators (MeanVar) where
+// that saves a pass or a wait. Rows far from zero, 1000 + U(-1, 1) (mean / spread about 1700):
+// any f32 kernel, and the reference, place the mean within a few ulps of 1000 (6.1e-5 each), so
+// y = (x - mean) * rstd is compared within 1e-3 absolute (ten ulps over the spread, 0.58).
+// E[x^2] - E[x]^2 in f32 would miss the variance (0.33) by about an ulp of 1e6 (0.06): 10% of y. Every candidate: registers, shared
+// memory, streamed, split and cluster.
+TEST_F(RegionGpuTest, LayerNormOfRowsFarFromZero) {
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{64, 4096}, {3, 40000}, {2, 1000003}}) {
+    const std::string r = std::to_string(rows), c = std::to_string(n);
+    const std::string text = absl::StrFormat(R"(graph g(x: f32[%s,%s], w: f32[%s], b: f32[%s]) {
+        y: f32[%s,%s] = layer_norm(x, w, b) {axis = 1, eps = 1e-05}
+        return y
+      })", r, c, c, c, r, c);
+    Tensor x(DType::kF32, {rows, n});
+    uint64_t state = 12345;
+    for (int64_t i = 0; i < rows * n; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x.SetF64(i, 1000.0 + (static_cast<double>(state >> 40) / static_cast<double>(1ull << 24)) * 2.0 - 1.0);
+    }
+    const std::map<std::string, Tensor> inputs = {{"x", x}};
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    for (const Region& region : analysis->plan.regions) {
+      if (!HasKernel(region.kind)) continue;
+      for (const KernelParams& params : CandidateParams(region, H100Spec())) {
+        CheckOptions options;
+        options.params = params;
+        options.inputs = &inputs;
+        options.tolerance = Tolerance{1e-3, 1e-4};
+        testing_gpu::CheckRegion(absl::StrFormat("layer_norm_far_%dx%d/r%d %s", rows, n, region.id, params.ToString()),
+                                 *analysis->graph, region, options);
+      }
+    }
+  }
+}
+
 // Column reductions (the reduced axes are followed by kept ones): sums over the leading axis,
 // softmax and a normalisation over a middle axis, with few and many columns, reduced extents
 // from 1 to 32768, inner extents that are not multiples of the vector, and every candidate

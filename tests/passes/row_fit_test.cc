@@ -182,6 +182,55 @@ TEST(RowFitTest, AStreamedRowMakesOnePassPerReductionLevel) {
   EXPECT_EQ(e.row_fit, ln.reason);
 }
 
+// A layer_norm's mean and variance (mean of (x - mean)^2) come from one pass of Welford
+// accumulators: one level, so a streamed row is read once for the statistics, and a row split
+// over blocks needs no wait between them. Not for a row one block keeps on chip (read once
+// either way), nor where the squared deviation is from another tensor's mean.
+TEST(RowFitTest, AMeanAndItsVarianceShareOnePass) {
+  Row ln = WholeGraph(R"(graph g(x: f32[16,1048576]) {
+    m: f32[16,1] = reduce_mean(x) {axes = [1], keep_dims = true}
+    d: f32[16,1048576] = sub(x, m)
+    q: f32[16,1048576] = mul(d, d)
+    v: f32[16,1] = reduce_mean(q) {axes = [1], keep_dims = true}
+    return m, v
+  })");
+  const ReducePlacement& pl = *ln.region.reduce;
+  EXPECT_EQ(pl.levels, 1);
+  ASSERT_EQ(pl.online_mean.size(), 1u);
+  EXPECT_EQ(pl.online_mean.begin()->second->name(), "m");
+  EXPECT_TRUE(pl.IsPairedMean(pl.online_mean.begin()->second));
+  EXPECT_TRUE(pl.IsPairedSecond(pl.online_mean.begin()->first));
+  EXPECT_EQ(pl.OnlinePairs(), "online mean+variance");
+
+  // (m - x)^2 is the same deviation; a sum of squares instead of a mean pairs too.
+  auto variance = [](const char* rows, const char* n, const char* deviation, const char* mean_of) {
+    return WholeGraph(absl::StrFormat(R"(graph g(x: f32[%1$s,%2$s], y: f32[%1$s,%2$s]) {
+      m: f32[%1$s,1] = reduce_mean(%4$s) {axes = [1], keep_dims = true}
+      d: f32[%1$s,%2$s] = %3$s
+      q: f32[%1$s,%2$s] = mul(d, d)
+      v: f32[%1$s] = reduce_sum(q) {axes = [1], keep_dims = false}
+      return v
+    })", rows, n, deviation, mean_of));
+  };
+  Row reversed = variance("8", "262144", "sub(m, x)", "x");
+  EXPECT_EQ(reversed.region.reduce->online_mean.size(), 1u);
+  EXPECT_EQ(reversed.region.reduce->levels, 1);
+  EXPECT_GT(reversed.region.reduce->fit.split, 1) << reversed.region.reduce->fit.reason;
+
+  // Rows of 4096 that one block keeps in registers: two levels.
+  Row on_chip = variance("4096", "4096", "sub(x, m)", "x");
+  EXPECT_TRUE(on_chip.region.reduce->online_mean.empty());
+  EXPECT_EQ(on_chip.region.reduce->levels, 2);
+  EXPECT_TRUE(on_chip.region.reduce->fit.on_chip);
+  EXPECT_EQ(on_chip.region.reduce->fit.split, 1);
+
+  // The deviation from another tensor's mean is not a variance of x: two levels.
+  Row other = variance("8", "262144", "sub(x, m)", "y");
+  EXPECT_TRUE(other.region.reduce->online_mean.empty());
+  EXPECT_EQ(other.region.reduce->levels, 2);
+}
+
+
 // Few long rows are split over several blocks, so that the grid covers the GPU: 8 rows of
 // 524288 f32 go to 33 blocks each (2 blocks per SM on 132 SMs), each caching its share.
 TEST(RowFitTest, FewLongRowsAreSplitOverBlocks) {
