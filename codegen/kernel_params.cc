@@ -185,6 +185,16 @@ int64_t ColumnTiles(const Region& region, const KernelParams& p) {
   return s.outer * ((s.inner + width - 1) / width);
 }
 
+// Whether a streamed column launch has at most one block per SM, each thread loading at least
+// eight vectors of its K share.
+bool OneBlockPerSm(const Region& region, const KernelParams& p, const DeviceSpec& device) {
+  if (device.sm_count <= 0) return false;
+  const int64_t blocks = ColumnTiles(region, p) * std::max(p.split, 1);
+  const int64_t along_k = std::max<int64_t>(p.block_size / std::max(p.tile_n, 1), 1);
+  const int64_t vectors = region.reduce->space.reduced / (std::max(p.split, 1) * along_k);
+  return blocks <= device.sm_count && vectors >= 8;
+}
+
 }  // namespace
 
 KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
@@ -206,7 +216,14 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.cluster = fit.cluster;
     // Streamed: four 16-byte vectors in flight per thread, eight of a narrower vector (an odd
     // width's single elements: measured 27.1 against 30.8 us, 512 x 50257 bf16, 2026-11-25).
-    p.chunk = fit.on_chip ? 0 : ColumnVectorBytes(region, fit.vector) < 16 ? 8 : 1;
+    // Eight 16-byte vectors too where a block has its SM to itself (at most one block per SM)
+    // and each thread loads at least eight: four per thread then keep too few bytes in flight.
+    // H200, L2 flushed, bench/results/2026-11-27-session20 run 5: the bias gradient over
+    // [16384, 4096] bf16 (128 blocks of 512 threads) 36.3 against 40.5 us, nhw_sum over
+    // [32, 56, 56, 256] f16 (128 blocks of 512) 21.3 against 24.0; but with 256 blocks of 256
+    // threads (two on most SMs) 1-2.5% slower: col_sum_1Mx16_f32, mid_mean_frames_f32,
+    // mid_max_points_f32, col_sum_tokens_3d_f32.
+    p.chunk = fit.on_chip ? 0 : ColumnVectorBytes(region, fit.vector) < 16 || OneBlockPerSm(region, p, device) ? 8 : 1;
     return p;
   }
   if (region.kind != RegionKind::kRowReduction) {
