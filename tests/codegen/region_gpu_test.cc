@@ -109,24 +109,30 @@ TEST_F(RegionGpuTest, RowKernelShapeSweep) {
   }
 }
 
+// Every kernel region of `text` under every KernelParams candidate (on the h100 spec), each
+// launched twice with poisoned outputs, labelled "label/rID params".
+void CheckEveryCandidate(const std::string& label, const std::string& text, CheckOptions options = {}) {
+  auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+  ASSERT_TRUE(analysis.ok()) << label << ": " << analysis.status();
+  for (const Region& region : analysis->plan.regions) {
+    if (!HasKernel(region.kind)) continue;
+    for (const KernelParams& params : CandidateParams(region, H100Spec())) {
+      options.params = params;
+      testing_gpu::CheckRegion(absl::StrFormat("%s/r%d %s", label, region.id, params.ToString()), *analysis->graph,
+                               region, options);
+    }
+  }
+}
+
 // Every KernelParams candidate of each row region (block sizes, warp or block per row, cached
 // or streamed) computes the same function.
 TEST_F(RegionGpuTest, RowKernelsUnderEveryCandidateParams) {
   for (auto [rows, n] : {std::pair<int64_t, int64_t>{7, 33}, {33, 1000}, {5, 4097}, {3, 40000}}) {
     const std::map<std::string, Tensor> targets = XentTargets(rows, n, 3);
     for (const auto& [name, text] : RowGraphs(rows, n)) {
-      auto analysis = Analyze(Parse(text), AnalyzeOptions{});
-      ASSERT_TRUE(analysis.ok()) << analysis.status();
-      for (const Region& region : analysis->plan.regions) {
-        if (!HasKernel(region.kind)) continue;
-        for (const KernelParams& params : CandidateParams(region, H100Spec())) {
-          CheckOptions options;
-          options.params = params;
-          if (name == "xent_bf16") options.inputs = &targets;
-          testing_gpu::CheckRegion(absl::StrFormat("%s_%dx%d/r%d %s", name, rows, n, region.id, params.ToString()),
-                                   *analysis->graph, region, options);
-        }
-      }
+      CheckOptions options;
+      if (name == "xent_bf16") options.inputs = &targets;
+      CheckEveryCandidate(absl::StrFormat("%s_%dx%d", name, rows, n), text, options);
     }
   }
 }
@@ -138,17 +144,7 @@ TEST_F(RegionGpuTest, SplitRows) {
   for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 1048576}, {2, 1000003}, {9, 50257}, {16, 262144}}) {
     for (const auto& [name, text] : RowGraphs(rows, n)) {
       if (name == "xent_bf16") continue;  // the sweep covers it; its targets need the row count
-      auto analysis = Analyze(Parse(text), AnalyzeOptions{});
-      ASSERT_TRUE(analysis.ok()) << analysis.status();
-      for (const Region& region : analysis->plan.regions) {
-        if (!HasKernel(region.kind)) continue;
-        for (const KernelParams& params : CandidateParams(region, H100Spec())) {
-          CheckOptions options;
-          options.params = params;
-          testing_gpu::CheckRegion(absl::StrFormat("%s_%dx%d/r%d %s", name, rows, n, region.id, params.ToString()),
-                                   *analysis->graph, region, options);
-        }
-      }
+      CheckEveryCandidate(absl::StrFormat("%s_%dx%d", name, rows, n), text);
     }
   }
 }
@@ -157,8 +153,8 @@ TEST_F(RegionGpuTest, SplitRows) {
 // that saves a pass or a wait. Rows far from zero, 1000 + U(-1, 1) (mean / spread about 1700):
 // any f32 kernel, and the reference, place the mean within a few ulps of 1000 (6.1e-5 each), so
 // y = (x - mean) * rstd is compared within 1e-3 absolute (ten ulps over the spread, 0.58).
-// E[x^2] - E[x]^2 in f32 would miss the variance (0.33) by about an ulp of 1e6 (0.06): 10% of y. Every candidate: registers, shared
-// memory, streamed, split and cluster.
+// E[x^2] - E[x]^2 in f32 would miss the variance (0.33) by about an ulp of 1e6 (0.06): 10% of y.
+// Every candidate: registers, shared memory, streamed, split and cluster.
 TEST_F(RegionGpuTest, LayerNormOfRowsFarFromZero) {
   for (auto [rows, n] : {std::pair<int64_t, int64_t>{64, 4096}, {3, 40000}, {2, 1000003}}) {
     const std::string r = std::to_string(rows), c = std::to_string(n);
@@ -173,19 +169,10 @@ TEST_F(RegionGpuTest, LayerNormOfRowsFarFromZero) {
       x.SetF64(i, 1000.0 + (static_cast<double>(state >> 40) / static_cast<double>(1ull << 24)) * 2.0 - 1.0);
     }
     const std::map<std::string, Tensor> inputs = {{"x", x}};
-    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
-    ASSERT_TRUE(analysis.ok()) << analysis.status();
-    for (const Region& region : analysis->plan.regions) {
-      if (!HasKernel(region.kind)) continue;
-      for (const KernelParams& params : CandidateParams(region, H100Spec())) {
-        CheckOptions options;
-        options.params = params;
-        options.inputs = &inputs;
-        options.tolerance = Tolerance{1e-3, 1e-4};
-        testing_gpu::CheckRegion(absl::StrFormat("layer_norm_far_%dx%d/r%d %s", rows, n, region.id, params.ToString()),
-                                 *analysis->graph, region, options);
-      }
-    }
+    CheckOptions options;
+    options.inputs = &inputs;
+    options.tolerance = Tolerance{1e-3, 1e-4};
+    CheckEveryCandidate(absl::StrFormat("layer_norm_far_%dx%d", rows, n), text, options);
   }
 }
 
@@ -312,22 +299,6 @@ TEST_F(RegionGpuTest, PointwiseSizesAndBroadcasts) {
       s: f32[33] = reduce_sum(x) {axes = [0], keep_dims = false}
       return s
     })"));
-}
-
-// Every kernel region of `text` under every KernelParams candidate (the tiled kernel's tiles and
-// vector widths, and the plain kernel), each launched twice with poisoned outputs.
-void CheckEveryCandidate(const std::string& name, const std::string& text) {
-  auto analysis = Analyze(Parse(text), AnalyzeOptions{});
-  ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.status();
-  for (const Region& region : analysis->plan.regions) {
-    if (!HasKernel(region.kind)) continue;
-    for (const KernelParams& params : CandidateParams(region, H100Spec())) {
-      CheckOptions options;
-      options.params = params;
-      testing_gpu::CheckRegion(absl::StrFormat("%s/r%d %s", name, region.id, params.ToString()), *analysis->graph,
-                               region, options);
-    }
-  }
 }
 
 // The tiled transpose kernel's cases (tests/codegen/layout_cases.h): 2-D to 6-D permutes,
