@@ -360,8 +360,8 @@ const Node* Placer::SquaredDeviationMean(const Node* sq) const {
 // online pair, computed together at the max's level. Likewise reduce_{sum,mean}(d * d) with
 // d = x - m and m = reduce_mean(x) (a layer_norm's variance), in row spaces of at most 2^24
 // elements (MeanVar counts them in a float) and only where PlaceReduction keeps them (a row
-// split or streamed): a column kernel's lane takes one element a step, where Welford's division
-// per element would cost more than the pass it saves.
+// split or streamed). Not in column spaces: a column kernel's lane takes one element a step, so
+// a Welford update (a reciprocal) per element; not tried there.
 void Placer::FindOnlinePairs() {
   for (const Node* b : out_.reductions) {
     if (b->op() != OpKind::kReduceSum) continue;
@@ -383,7 +383,8 @@ void Placer::FindOnlinePairs() {
     out_.online_mean[v] = m;
   }
   if (out_.online_max.empty() && out_.online_mean.empty()) return;
-  // A pair is computed at its max's level: move the sum (and what depends on it) down one.
+  // A pair is computed at its max's (mean's) level: move the sum (the variance), and what
+  // depends on it, down one.
   for (const Node* n : r_.nodes) {
     int l = 0;
     for (const Node* o : n->operands()) {
