@@ -534,10 +534,18 @@ absl::StatusOr<ReducePlacement> PlaceReduction(const Region& region, const Devic
     ReducePlacement two_levels;
     KILN_RETURN_IF_ERROR(Placer(region, two_levels, /*pair_means=*/false).Run());
     two_levels.fit = FitRowOnChip(region, two_levels, device);
-    if (two_levels.fit.on_chip && two_levels.fit.split == 1) return two_levels;
+    if (two_levels.fit.on_chip && two_levels.fit.split == 1) {
+      two_levels.fit.reason += "; mean and variance in two levels (the row stays on chip in one block or warp: a "
+                               "Welford pass would cost more arithmetic than the merge it saves)";
+      return two_levels;
+    }
   }
   placement.fit = placement.space.inner == 1 ? FitRowOnChip(region, placement, device)
                                               : FitColumnOnChip(region, placement, device);
+  if (!placement.online_mean.empty() && placement.fit.reason.find("online mean+variance") == std::string::npos) {
+    placement.fit.reason += "; mean and variance in one pass (online mean+variance, Welford): one level, so the "
+                            "row's blocks do not wait for each other between them";
+  }
   return placement;
 }
 

@@ -201,6 +201,7 @@ TEST(RowFitTest, AMeanAndItsVarianceShareOnePass) {
   EXPECT_TRUE(pl.IsPairedMean(pl.online_mean.begin()->second));
   EXPECT_TRUE(pl.IsPairedSecond(pl.online_mean.begin()->first));
   EXPECT_EQ(pl.OnlinePairs(), "online mean+variance");
+  EXPECT_NE(pl.fit.reason.find("mean and variance in one pass"), std::string::npos) << pl.fit.reason;
 
   // (m - x)^2 is the same deviation; a sum of squares instead of a mean pairs too.
   auto variance = [](const char* rows, const char* n, const char* deviation, const char* mean_of) {
@@ -223,6 +224,8 @@ TEST(RowFitTest, AMeanAndItsVarianceShareOnePass) {
   EXPECT_EQ(on_chip.region.reduce->levels, 2);
   EXPECT_TRUE(on_chip.region.reduce->fit.on_chip);
   EXPECT_EQ(on_chip.region.reduce->fit.split, 1);
+  EXPECT_NE(on_chip.region.reduce->fit.reason.find("mean and variance in two levels"), std::string::npos)
+      << on_chip.region.reduce->fit.reason;
 
   // The deviation from another tensor's mean is not a variance of x: two levels.
   Row other = variance("8", "262144", "sub(x, m)", "y");
