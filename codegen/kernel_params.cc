@@ -84,21 +84,6 @@ bool RegisterCacheMayHold(const Region& region, const KernelParams& p) {
   return per_thread * region.reduce->fit.row_inputs <= 4 * kRowCacheFloatsPerThread;
 }
 
-// Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
-// [4, 32] that gives each thread about four vectors, all loaded before the row's merge: a
-// thread of one vector spends most of its time in the merge with none of its loads in flight
-// (softmax over rows of 197 f16, H100, L2 flushed: 32 lanes of one vector each 66.5 us, 8 lanes
-// of three or four 52.1 us; kiln tune, 2026-11-26).
-// At least the lanes that keep the row's `inputs` cached within kRowCacheFloatsPerThread each.
-int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs) {
-  const int64_t vectors = (n + vector_width - 1) / vector_width;
-  int g = 4;
-  while (g < 32 && (4 * g < vectors || (vectors + g - 1) / g * vector_width * inputs > kRowCacheFloatsPerThread)) {
-    g *= 2;
-  }
-  return g;
-}
-
 // Every input and output is the whole space or one element: a vector may cross rows, so the
 // width need not divide the innermost extent (the elementwise emitter's flat vectorisation).
 bool IsFlat(const Region& region) {
@@ -237,7 +222,6 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   // Rows start anywhere (the row kernel takes a head and a tail one element at a time), so
   // the vector width need not divide N.
   const RowFit& fit = region.reduce->fit;
-  const int64_t share = fit.share;
   p.vector_width = VectorWidthFor(region, 0);
   p.split = fit.split;
   p.cluster = fit.cluster;
@@ -250,19 +234,9 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     if (p.min_blocks <= 1) p.min_blocks = 0;
     return p;
   }
-  if (share <= 1024 && fit.split == 1) {
-    // A warp per row, or part of one for short rows: enough lanes for one vector each. Blocks of
-    // 128 threads, or 256 where 128 would read under 4 KB of rows a block (H200, L2 flushed,
-    // 128 against 256 threads: softmax over rows of 197 f16 0.92x, layer_norm over 768 bf16
-    // 0.97x, softmax over 1024 bf16 0.98x, six other short-row kernels level; but sums of rows
-    // of 16 f32, 2 KB a block, 1.18x: bench/results/2026-11-27-session20, run 6).
-    const int lanes = ThreadsForShortRow(share, p.vector_width, fit.row_inputs);
-    int64_t row_bytes = 0;
-    for (const Node* in : region.inputs) {
-      if (IsCachedRowInput(*region.reduce, in)) row_bytes += share * ByteSize(in->dtype());
-    }
-    p.block_size = (128 / lanes) * row_bytes >= 4096 ? 128 : 256;
-    p.rows_per_block = p.block_size / lanes;
+  if (fit.rows_per_block > 1) {  // several short rows a block, as the launch rule chose
+    p.block_size = static_cast<int>(fit.block);
+    p.rows_per_block = static_cast<int>(fit.rows_per_block);
   } else {
     // A block per row (or per share of a split row): the threads the launch rule chose.
     p.block_size = static_cast<int>(fit.threads);

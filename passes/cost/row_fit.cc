@@ -36,10 +36,17 @@ constexpr int64_t kSharedCacheRegisters = 40;
 // reduction and per-column value, for each of its kV lanes), and streamed, the four 16-byte
 // vectors per full-space input its loop has in flight (column_reduce.cuh's ForColumn): at 1024
 // threads (64 registers) a streamed f16 or f32 column spills (ptxas, sm_90a, 2026-11-25).
+// A cached column keeps its values and little else besides them: cached + 16 + 4 x vector, read
+// off ptxas for the zoo's three cached column kernels (sm_90a, 2026-11-28): softmax over axis 1
+// of [8, 1024, 512] f32 (32 cached, vector 4) 64, layer_norm over axis 1 of [32, 96, 56, 56] f32
+// (48, vector 4) 80, softmax over axis 1 of [8, 21, 512, 512] f16 (48, vector 8) 96. The
+// streamed formula gave them 104, 128 and 144, and so priced a split of 8 blocks per tile at one
+// block per SM where ptxas allows two.
 int64_t ColumnRegisters(int64_t cached, int vector, int64_t row_inputs, const ReducePlacement& placement) {
+  if (cached > 0) return cached + 16 + 4 * vector;
   int64_t words = 0;
   for (const Node* red : placement.reductions) words += placement.IsPairedMax(red) ? 2 : 1;
-  return cached + kBaseRegisters + 2 * words * vector + (cached > 0 ? 0 : 16 * row_inputs);
+  return kBaseRegisters + 2 * words * vector + 16 * row_inputs;
 }
 
 int64_t RoundDownPow2(int64_t v) {
@@ -179,7 +186,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         const bool waits = SplitBlocksWait(placement.levels, full_outputs);
         const int64_t registers = ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement);
         const double launch = LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split,
-                                          placement.levels, registers, 0, false, waits, threads);
+                                          placement.levels, registers, 0, cached && full_outputs, waits, threads);
         const double price = std::max(
             launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split,
                                   BlocksPerSm(device, block, registers, 0, 1024 / block)));
@@ -225,7 +232,7 @@ namespace {
 // dynamic shared memory. Taken, replacing `fit`, when the model prices it clearly (3%) below
 // `current`, the register or streamed fit's price; `stores`: the region has row-shaped outputs.
 bool TryShared(const Region& region, const ReducePlacement& placement, const DeviceSpec& device, int64_t row_bytes,
-               bool stores, double current, RowFit& fit) {
+               bool stores, double current, int64_t parallel_split, RowFit& fit) {
   const int64_t limit = std::min(kMaxSharedCacheBytes, device.smem_per_block_bytes - 2048);
   if (device.smem_per_block_bytes <= 0 || limit <= 0) return false;
   const int64_t rows = placement.space.outer, length = placement.space.reduced;
@@ -237,14 +244,18 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
   if (slot_bytes == 0) return false;
   double best = current * 0.97;
   bool taken = false;
-  // The rule's split and its multiples, and on a device with clusters the largest cluster where
-  // the rule splits further (fewer blocks, but merged by a cluster barrier).
+  // The split the SMs need (`parallel_split`, not the larger one a register cache may need: 227
+  // KB of shared memory hold more than 512 threads' registers) and its multiples, and on a
+  // device with clusters the largest cluster where the rule splits further (fewer blocks, but
+  // merged by a cluster barrier). softmax over [1024, 50257] f16: a block per row in 100 KB of
+  // shared memory 77.8 us, against 84.2 for the register rule's split of 2 as a cluster of two
+  // 57 KB shares (H100, kiln tune, warm L2: bench/results/2026-11-28-session21).
   std::vector<int64_t> splits;
   if (SplitInCluster(device, kMaxClusterBlocks, SplitBlocksWait(placement.levels, stores)) &&
       fit.split > kMaxClusterBlocks) {
     splits.push_back(kMaxClusterBlocks);
   }
-  for (int64_t split = fit.split; split <= 1024; split *= 2) splits.push_back(split);
+  for (int64_t split = std::max<int64_t>(parallel_split, 1); split <= 1024; split *= 2) splits.push_back(split);
   for (const int64_t split : splits) {
     if (split > 1 && (length + split - 1) / split < kMinSplitShare) break;
     const int64_t vectors = (length / vector + split - 1) / split;  // as codegen/emit_reduce.cc counts
@@ -291,6 +302,18 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
 
 }  // namespace
 
+// A thread of one vector spends most of its time in the merge with none of its loads in flight
+// (softmax over rows of 197 f16, H100, L2 flushed: 32 lanes of one vector each 66.5 us, 8 lanes
+// of three or four 52.1 us; kiln tune, 2026-11-26).
+int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs) {
+  const int64_t vectors = (n + vector_width - 1) / vector_width;
+  int g = 4;
+  while (g < 32 && (4 * g < vectors || (vectors + g - 1) / g * vector_width * inputs > kRowCacheFloatsPerThread)) {
+    g *= 2;
+  }
+  return g;
+}
+
 bool IsCachedRowInput(const ReducePlacement& placement, const Node* input) {
   const Placement& p = placement.Of(input);
   return p.reduced() && (p.outer() || placement.space.outer == 1);
@@ -317,6 +340,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     const int64_t by_blocks = (target + rows - 1) / rows;
     fit.split = static_cast<int>(std::clamp<int64_t>(std::min(by_blocks, length / kMinSplitShare), 1, 1024));
   }
+  const int64_t parallel_split = fit.split;
   // A row that would be streamed again for each level (or for its row-shaped outputs) may be
   // split further until each block's share fits on chip, so that it is read once: taken when
   // the model prices it cheaper, the bytes saved against the blocks of a row waiting for each
@@ -334,7 +358,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
   auto price = [&](int64_t split) {
     const bool cached = fits(split);
     const int passes = cached ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
-    const int64_t blocks = length > kWarpRowMax ? rows * split : (rows + 7) / 8;
+    const int64_t blocks = rows * split;  // only rows longer than kWarpRowMax come here
     return LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, blocks, max_threads, split, placement.levels,
                        (cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0) + kBaseRegisters, 0,
                        cached && row_outputs, fit.split_waits, 0, SplitInCluster(device, split, fit.split_waits));
@@ -357,6 +381,18 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     fit.threads = kWarp;
     fit.per_thread = PerThread(n, fit.row_inputs, kWarp);
     fit.on_chip = fit.per_thread <= kRowCacheFloatsPerThread;
+    // The kernel's block: rows of `lanes` threads each, 128 threads a block, or 256 where 128
+    // would read under 4 KB of rows (H200, L2 flushed, 128 against 256 threads: softmax over
+    // rows of 197 f16 0.92x, layer_norm over 768 bf16 0.97x, softmax over 1024 bf16 0.98x, six
+    // other short-row kernels level; but sums of rows of 16 f32, 2 KB a block, 1.18x:
+    // bench/results/2026-11-27-session20, run 6).
+    const int64_t lanes = ThreadsForShortRow(n, VectorElements(region, 0), fit.row_inputs);
+    int64_t row_bytes = 0;
+    for (const Node* in : region.inputs) {
+      if (IsCachedRowInput(placement, in)) row_bytes += n * ByteSize(in->dtype());
+    }
+    fit.block = (128 / lanes) * row_bytes >= 4096 ? 128 : 256;
+    fit.rows_per_block = fit.block / lanes;
   } else {
     fit.threads = kMinBlockThreads;
     while (fit.threads < max_threads && PerThread(n, fit.row_inputs, fit.threads) > kRowCacheFloatsPerThread) {
@@ -367,14 +403,24 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     // The block the kernel runs (codegen/kernel_params.cc takes it from here): about four
     // vectors per thread, at least the threads the cache needs, at most 512 (at 1024 the
     // unrolled online loop spills on sm_90, and 48 registers besides a cache leave none);
-    // a split row's blocks all resident, so at most 512 too.
+    // a split row's blocks all resident, so at most 512 too. A split row's share takes the same
+    // rule where the model prices it no dearer than the fewest threads that hold the share (the
+    // wider block's registers may leave one block per SM): 128 threads for shares of 4096 f32
+    // split over 3 blocks took 7.3 us against 6.5 at 256 (layer_norm over [16, 12288], H100,
+    // kiln tune, warm L2: bench/results/2026-11-28-session21).
     const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / VectorElements(region, 0) / 4), kMinBlockThreads, 512);
-    if (fit.split > 1) {
-      fit.threads = std::clamp<int64_t>(fit.threads, kMinBlockThreads, 512);
-    } else {
-      fit.threads = fit.on_chip ? std::max(fit.threads, wide) : wide;
+    const int64_t needed = fit.threads;
+    fit.threads = fit.on_chip ? std::max(needed, wide) : wide;
+    if (fit.split > 1 && fit.on_chip && fit.threads != needed) {
+      auto price_at = [&](int64_t threads) {
+        return LaunchPrice(device, row_bytes, 0, rows * fit.split, threads, fit.split, placement.levels,
+                           PerThread(n, fit.row_inputs, threads) + kBaseRegisters, 0, row_outputs, fit.split_waits, 0,
+                           SplitInCluster(device, fit.split, fit.split_waits));
+      };
+      if (price_at(needed) < price_at(fit.threads)) fit.threads = needed;
     }
     fit.per_thread = PerThread(n, fit.row_inputs, fit.threads);
+    fit.block = fit.threads;
   }
   const std::string budget =
       absl::StrFormat("%d f32 values per thread x %d threads", kRowCacheFloatsPerThread,
@@ -385,7 +431,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     const double current = LaunchPrice(device, row_bytes, (passes - 1) * row_bytes, rows * fit.split, fit.threads,
                                        fit.split, placement.levels, registers, 0, fit.on_chip && row_outputs,
                                        fit.split_waits, 0, SplitInCluster(device, fit.split, fit.split_waits));
-    const bool shared = TryShared(region, placement, device, row_bytes, row_outputs, current, fit);
+    const bool shared = TryShared(region, placement, device, row_bytes, row_outputs, current, parallel_split, fit);
     fit.cluster = SplitInCluster(device, fit.split, fit.split_waits);
     if (shared) {
       if (fit.cluster) absl::StrAppend(&fit.reason, "; its blocks are one thread-block cluster");

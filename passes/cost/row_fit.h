@@ -63,6 +63,8 @@ struct RowFit {
   bool on_chip = true;
   int64_t row_inputs = 0;      // row-shaped inputs the kernel caches (at least 1)
   int64_t threads = 0;         // threads that share a row: on chip, the fewest that hold it
+  int64_t block = 0;           // threads of the kernel's block (several short rows, or one row)
+  int64_t rows_per_block = 1;  // rows of at most kWarpRowMax: rows a block takes, lanes apiece
   int64_t per_thread = 0;      // cached f32 values per thread with `threads` threads
   int passes = 1;              // passes over the row inputs (1 when on chip)
   bool online_max_sum = false; // streamed: a max and sum(exp(x - max)) share one pass
@@ -71,6 +73,11 @@ struct RowFit {
                                // after their reductions (priced by ColumnChainUs)
   std::string reason;          // one sentence for the ledger and `kiln dump`
 };
+
+// Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
+// [4, 32] that gives each thread about four vectors, all loaded before the row's merge, and at
+// least the lanes that keep the row's `inputs` cached within kRowCacheFloatsPerThread each.
+int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs);
 
 // The rule for a row-reduction region whose nodes `placement` places (PlaceReduction calls
 // it; everyone else reads ReducePlacement::fit).
@@ -132,13 +139,15 @@ double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_thread
 // a norm over a non-innermost axis) lives through a chain of latencies, its loads, a combine
 // across its warps along K per level and its stores, that more bandwidth does not shorten: on
 // the lent H200 and H100 (kiln tune, 2026-11-27) softmax over the 21 classes of [8, 21, 512,
-// 512] f16 took 66.8 / 109.6 / 196.7 us in 8 / 16 / 32 waves of resident blocks (128, 256 and
-// 512 threads; 109.4 us at 256 on the H100, whose copy bandwidth is 30% lower): about
-// kColumnLevelWaveUs per level and wave after the first (whose chain the launch's own latency
-// covers). The time is then at least (waves - 1) x levels x that; elsewhere 0 (and 0 for one
-// wave: a column region that fits one wave is not priced apart from its pointwise consumer).
-// `per_sm`: resident blocks per SM.
-inline constexpr double kColumnLevelWaveUs = 3.4;
+// 512] f16 took 66.8 / 109.6 / 196.7 us at 128, 256 and 512 threads (109.4 us at 256 on the
+// H100, whose copy bandwidth is 30% lower). With the residency ColumnRegisters gives (5, 3 and
+// 2 blocks per SM: 13, 21 and 32 waves of resident blocks; refitted 2026-11-28 when that
+// formula was corrected) that is 5.3, 5.3 and 6.2 us per level (one: the max and the sum
+// share a pass) and wave after the first
+// (whose chain the launch's own latency covers): kColumnLevelWaveUs. The time is then at least
+// (waves - 1) x levels x that; elsewhere 0 (and 0 for one wave: a column region that fits one
+// wave is not priced apart from its pointwise consumer). `per_sm`: resident blocks per SM.
+inline constexpr double kColumnLevelWaveUs = 5.4;
 double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm);
 // A block that loads its row share, reduces it and then stores its row-shaped outputs reads
 // and writes in turn, not at once, unless another block on the SM fills the gaps: where

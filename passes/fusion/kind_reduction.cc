@@ -75,8 +75,8 @@ double WaitingWaves(const DeviceSpec& device, const RowFit& fit, int64_t blocks,
 }  // namespace
 
 // As the row kernel runs it (row_fit.h): on chip, or streamed with every extra pass
-// re-reading the row-shaped inputs; a warp per row up to 1024 elements (8 rows a block), a
-// block per row beyond, `split` blocks per row for few long rows.
+// re-reading the row-shaped inputs; up to 1024 elements a row, RowFit::rows_per_block rows a
+// block, a block per row beyond, `split` blocks per row for few long rows.
 RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   if (!region.reduce) return PriceUnplaced(region, device);
   RunTimeEstimate e = FitTerms(region);
@@ -86,8 +86,8 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
     if (IsCachedRowInput(placement, in)) e.bytes_read += (e.passes - 1) * in->num_bytes();
   }
   const int64_t rows = placement.space.outer;
-  e.blocks = fit.split > 1 ? rows * fit.split : placement.space.reduced <= 1024 ? (rows + 7) / 8 : rows;
-  const int64_t threads = fit.threads <= 32 ? 256 : fit.threads;
+  e.blocks = fit.split > 1 ? rows * fit.split : (rows + fit.rows_per_block - 1) / fit.rows_per_block;
+  const int64_t threads = fit.block;
   FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm), 1, e);
   // The blocks of a split row merge their partials (and wait for the merge, where they use it).
   const double waves = WaitingWaves(device, fit, e.blocks, threads, e);

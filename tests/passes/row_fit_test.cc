@@ -334,6 +334,76 @@ TEST(RowFitTest, AShortColumnSoftmaxIsPricedByItsWaves) {
 
 // The cost model and codegen call the same rule, and the emitted kernel does what it says:
 // a row the rule keeps on chip is cached in registers, any other is streamed.
+// Rows of up to 1024 elements: `lanes` threads a row (ThreadsForShortRow), 128 threads a block
+// unless 128 would read under 4 KB of rows; the model prices the blocks the kernel launches.
+TEST(RowFitTest, ShortRowBlocksAreTheLaunchRulesBlocks) {
+  // Rows of 16 f32: 4 lanes of one vector; 32 rows of 64 bytes at 128 threads, so 256.
+  Row tiny = WholeGraph(R"(graph g(x: f32[1048576,16]) {
+    s: f32[1048576] = reduce_sum(x) {axes = [1], keep_dims = false}
+    return s
+  })");
+  const RowFit& t = tiny.region.reduce->fit;
+  EXPECT_EQ(t.block, 256);
+  EXPECT_EQ(t.rows_per_block, 64);
+  EXPECT_EQ(EstimateRunTime(tiny.region, H100Spec()).blocks, 1048576 / 64);
+  // Softmax over rows of 197 f16 (ViT scores): 25 vectors a row over 8 lanes; 16 rows of 394
+  // bytes at 128 threads read 6.3 KB.
+  Row vit = Softmax(197, "f16", 65536);
+  const RowFit& v = vit.region.reduce->fit;
+  EXPECT_EQ(v.block, 128);
+  EXPECT_EQ(v.rows_per_block, 16);
+  EXPECT_EQ(EstimateRunTime(vit.region, H100Spec()).blocks, 65536 / 16);
+  const KernelParams p = DefaultParams(vit.region, H100Spec());
+  EXPECT_EQ(p.block_size, 128);
+  EXPECT_EQ(p.rows_per_block, 16);
+}
+
+// A row too long for a block's registers is split only as far as the SMs need where shared
+// memory holds it: softmax over [1024, 50257] f16 is a block per row in 100 KB of shared memory
+// (H100, kiln tune: 77.8 us against 84.2 for the register rule's split of 2 as a cluster of
+// two 57 KB shares; H200, L2 flushed: 58.5 against 69.4 us, bench/results/2026-11-28-session21).
+TEST(RowFitTest, ARowTooLongForRegistersIsNotSplitForSharedMemory) {
+  Row r = Softmax(50257, "f16", 1024);
+  const RowFit& fit = r.region.reduce->fit;
+  EXPECT_TRUE(fit.shared) << fit.reason;
+  EXPECT_EQ(fit.split, 1) << fit.reason;
+  EXPECT_GE(fit.smem_bytes, 50257 * 2) << fit.reason;
+  EXPECT_FALSE(fit.cluster) << fit.reason;
+}
+
+// A split row's share gets about four vectors a thread where the model prices that no dearer
+// than the fewest threads that hold it: layer_norm over [16, 12288] f32, shares of 4096 over 3
+// blocks, at 256 threads (H200, L2 flushed: 7.6 us against 9.3 at 128).
+TEST(RowFitTest, ASplitRowShareGetsAboutFourVectorsAThread) {
+  Row r = Softmax(12288, "f32", 16);
+  const RowFit& fit = r.region.reduce->fit;
+  EXPECT_EQ(fit.split, 3) << fit.reason;
+  EXPECT_TRUE(fit.on_chip) << fit.reason;
+  EXPECT_EQ(fit.threads, 256) << fit.reason;
+  EXPECT_EQ(DefaultParams(r.region, H100Spec()).block_size, 256);
+  // Four rows of 1M: 64 values a thread at 256 threads fit two blocks per SM; 512 threads of
+  // 30 would leave one (the model's registers), so the share keeps 256.
+  Row few = Softmax(1000000, "f32", 4);
+  EXPECT_EQ(few.region.reduce->fit.threads, 256) << few.region.reduce->fit.reason;
+}
+
+// A cached column tile's registers are its values plus 16 + 4 x vector (ptxas): softmax over
+// axis 1 of [8, 1024, 512] f32 is then not split over 16 blocks a tile (23.9 us) but kept in
+// one 512-thread block a tile (14.7 us; H200, L2 flushed, bench/results/2026-11-28-session21).
+TEST(RowFitTest, ACachedColumnTileIsPricedByItsOwnRegisters) {
+  auto g = testing::Parse(R"(graph g(x: f32[8,1024,512]) {
+    y: f32[8,1024,512] = softmax(x) {axis = 1}
+    return y
+  })");
+  ASSERT_TRUE(DefaultPipeline().Run(*g, DebugOptions{}).ok());
+  const Region region = testing::WholeRegion(*g);
+  ASSERT_EQ(region.kind, RegionKind::kColumnReduction);
+  const RowFit& fit = region.reduce->fit;
+  EXPECT_TRUE(fit.on_chip) << fit.reason;
+  EXPECT_EQ(fit.split, 1) << fit.reason;
+  EXPECT_EQ(fit.threads * fit.lanes, 512) << fit.reason;
+}
+
 TEST(RowFitTest, TheKernelDoesWhatTheModelPrices) {
   for (const char* dtype : {"f32", "bf16"}) {
     for (int64_t n : {512, 1000, 1024, 2048, 8192, 12288, 16384, 32768, 40000}) {
@@ -344,6 +414,11 @@ TEST(RowFitTest, TheKernelDoesWhatTheModelPrices) {
         EXPECT_EQ(EstimateRunTime(r.region, H100Spec()).row_on_chip, fit.on_chip) << where;
         KernelParams params = DefaultParams(r.region, H100Spec());
         EXPECT_EQ(params.chunk == 0, fit.on_chip) << where << "; " << params.ToString();
+        // The block the model prices is the block the kernel runs, short rows included.
+        EXPECT_EQ(params.block_size, fit.block) << where;
+        EXPECT_EQ(params.rows_per_block, fit.rows_per_block) << where;
+        EXPECT_EQ(EstimateRunTime(r.region, H100Spec()).blocks,
+                  fit.split * ((4096 + fit.rows_per_block - 1) / fit.rows_per_block)) << where;
         absl::StatusOr<KernelSource> ks = EmitKernel(r.region, params);
         ASSERT_TRUE(ks.ok()) << where << ": " << ks.status();
         bool cached = false;
