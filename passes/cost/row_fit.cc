@@ -186,7 +186,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         const bool waits = SplitBlocksWait(placement.levels, full_outputs);
         const int64_t registers = ColumnRegisters(cached ? per_thread : 0, fit.vector, fit.row_inputs, placement);
         const double launch = LaunchPrice(device, bytes, (passes - 1) * row_bytes, tiles * split, block, split,
-                                          placement.levels, registers, 0, cached && full_outputs, waits, threads);
+                                          placement.levels, registers, 0, false, waits, threads);
         const double price = std::max(
             launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split,
                                   BlocksPerSm(device, block, registers, 0, 1024 / block)));
@@ -300,11 +300,12 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
   return true;
 }
 
-}  // namespace
-
-// A thread of one vector spends most of its time in the merge with none of its loads in flight
+// Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
+// [4, 32] that gives each thread about four vectors, all loaded before the row's merge: a
+// thread of one vector spends most of its time in the merge with none of its loads in flight
 // (softmax over rows of 197 f16, H100, L2 flushed: 32 lanes of one vector each 66.5 us, 8 lanes
-// of three or four 52.1 us; kiln tune, 2026-11-26).
+// of three or four 52.1 us; kiln tune, 2026-11-26). At least the lanes that keep the row's
+// `inputs` cached within kRowCacheFloatsPerThread each.
 int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs) {
   const int64_t vectors = (n + vector_width - 1) / vector_width;
   int g = 4;
@@ -313,6 +314,8 @@ int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs) {
   }
   return g;
 }
+
+}  // namespace
 
 bool IsCachedRowInput(const ReducePlacement& placement, const Node* input) {
   const Placement& p = placement.Of(input);

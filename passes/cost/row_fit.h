@@ -74,11 +74,6 @@ struct RowFit {
   std::string reason;          // one sentence for the ledger and `kiln dump`
 };
 
-// Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
-// [4, 32] that gives each thread about four vectors, all loaded before the row's merge, and at
-// least the lanes that keep the row's `inputs` cached within kRowCacheFloatsPerThread each.
-int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs);
-
 // The rule for a row-reduction region whose nodes `placement` places (PlaceReduction calls
 // it; everyone else reads ReducePlacement::fit).
 RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);

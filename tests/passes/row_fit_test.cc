@@ -66,6 +66,19 @@ Row Softmax(int64_t n, const char* dtype, int64_t rows = 4096) {
   })", dtype, n, rows));
 }
 
+// softmax over axis 1 of `type` (a column reduction), through the default pipeline.
+Row ColumnSoftmax(const std::string& type) {
+  Row row;
+  row.graph = testing::Parse(absl::StrFormat(R"(graph g(x: %1$s) {
+    y: %1$s = softmax(x) {axis = 1}
+    return y
+  })", type));
+  if (!row.graph || !DefaultPipeline().Run(*row.graph, DebugOptions{}).ok()) return Row{};
+  row.region = testing::WholeRegion(*row.graph);
+  EXPECT_EQ(row.region.kind, RegionKind::kColumnReduction) << type;
+  return row;
+}
+
 TEST(RowFitTest, ABf16SoftmaxRowOf8192FitsOn128Threads) {
   Row r = Softmax(8192, "bf16");
   RowFit fit = r.region.reduce->fit;
@@ -302,13 +315,9 @@ TEST(RowFitTest, WaitingSplitBlocksArePricedInWholeWaves) {
 // (4 warps along K), the price carries the chain, and codegen launches what the fit chose. A
 // column softmax that fits one wave has no chain term and stays one region.
 TEST(RowFitTest, AShortColumnSoftmaxIsPricedByItsWaves) {
-  auto g = testing::Parse(R"(graph g(x: f16[8,21,512,512]) {
-    y: f16[8,21,512,512] = softmax(x) {axis = 1}
-    return y
-  })");
-  ASSERT_TRUE(DefaultPipeline().Run(*g, DebugOptions{}).ok());
-  const Region region = testing::WholeRegion(*g);
-  ASSERT_EQ(region.kind, RegionKind::kColumnReduction);
+  Row column = ColumnSoftmax("f16[8,21,512,512]");
+  ASSERT_NE(column.graph, nullptr);
+  const Region& region = column.region;
   const RowFit& fit = region.reduce->fit;
   EXPECT_EQ(fit.lanes, 32) << fit.reason;
   EXPECT_EQ(fit.threads, 4) << fit.reason;
@@ -391,14 +400,9 @@ TEST(RowFitTest, ASplitRowShareGetsAboutFourVectorsAThread) {
 // axis 1 of [8, 1024, 512] f32 is then not split over 16 blocks a tile (23.9 us) but kept in
 // one 512-thread block a tile (14.7 us; H200, L2 flushed, bench/results/2026-11-28-session21).
 TEST(RowFitTest, ACachedColumnTileIsPricedByItsOwnRegisters) {
-  auto g = testing::Parse(R"(graph g(x: f32[8,1024,512]) {
-    y: f32[8,1024,512] = softmax(x) {axis = 1}
-    return y
-  })");
-  ASSERT_TRUE(DefaultPipeline().Run(*g, DebugOptions{}).ok());
-  const Region region = testing::WholeRegion(*g);
-  ASSERT_EQ(region.kind, RegionKind::kColumnReduction);
-  const RowFit& fit = region.reduce->fit;
+  Row column = ColumnSoftmax("f32[8,1024,512]");
+  ASSERT_NE(column.graph, nullptr);
+  const RowFit& fit = column.region.reduce->fit;
   EXPECT_TRUE(fit.on_chip) << fit.reason;
   EXPECT_EQ(fit.split, 1) << fit.reason;
   EXPECT_EQ(fit.threads * fit.lanes, 512) << fit.reason;
