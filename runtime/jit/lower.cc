@@ -13,6 +13,7 @@
 #include "ir/base/status.h"
 #include "passes/fusion/ledger.h"
 #include "passes/fusion/matmul_epilogue.h"
+#include "passes/fusion/reduce_placement.h"
 #include "passes/fusion/region_kind.h"
 #include "runtime/buffer_plan.h"
 
@@ -381,6 +382,45 @@ absl::StatusOr<LowerResult> LowerOnce(const Graph& graph, const FusionPlan& plan
   return result;
 }
 
+// A reduction kernel whose registers (ptxas's count) let fewer blocks reside on an SM than its
+// price assumed (RowFit::blocks_per_sm, from the model's estimate of them) runs below that
+// price: its region gets a note that says so, and for a split whose blocks wait for each other
+// (a cooperative launch, clamped to the blocks that fit) in how many rounds the split now runs.
+// softmax over [4, 1000000] f32: 182 registers, one 256-thread block per SM where the price
+// assumed two; 264 blocks in two rounds, measured 1.5x its prediction (H100,
+// bench/results/2026-11-28-session21).
+void NoteResidency(const FusionPlan& plan, const DeviceSpec& device, LowerResult& result) {
+  std::map<std::string, const Module*> modules;
+  for (const Module& m : result.program.modules) modules[m.name] = &m;
+  for (LoweredRegion& lowered : result.regions) {
+    if (lowered.kernels.size() != 1 || device.registers_per_sm <= 0) continue;
+    const Module* m = modules.at(lowered.kernels[0]);
+    for (const Region& r : plan.regions) {
+      if (r.id != lowered.region || !r.reduce || m->registers <= 0) continue;
+      const RowFit& fit = r.reduce->fit;
+      if (fit.blocks_per_sm <= 0) continue;
+      const int64_t threads = DefaultParams(r, device).block_size;
+      // As the model counts residency (row_fit.cc's BlocksPerSm), with ptxas's registers.
+      int64_t fits = std::min<int64_t>((fit.shared ? 2048 : 1024) / threads,
+                                       device.registers_per_sm / (int64_t{m->registers} * threads));
+      if (fit.shared && device.smem_per_sm_bytes > 0) {
+        fits = std::min<int64_t>(fits, device.smem_per_sm_bytes / (fit.smem_bytes + 1024));
+      }
+      if (fits >= fit.blocks_per_sm) continue;
+      std::string note = absl::StrCat(lowered.kernels[0], ": ptxas gave ", m->registers, " registers a thread, so ",
+                                      fits, fits == 1 ? " block" : " blocks", " of ", threads, " threads ",
+                                      fits == 1 ? "fits" : "fit", " an SM where the price assumed ", fit.blocks_per_sm);
+      const int64_t blocks = r.reduce->space.outer * fit.split;
+      if (fit.split > 1 && fit.split_waits && !fit.cluster && fits > 0 && device.sm_count > 0) {
+        const int64_t resident = fits * device.sm_count;
+        absl::StrAppend(&note, "; the split's ", blocks, " waiting blocks run in ", (blocks + resident - 1) / resident,
+                        " rounds of ", resident);
+      }
+      lowered.notes.push_back(note);
+    }
+  }
+}
+
 }  // namespace
 
 // A default whose __launch_bounds__ minimum (KernelParams::min_blocks, the cost model's blocks
@@ -410,13 +450,17 @@ absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan
       }
     }
   }
-  if (why.empty()) return result;
+  if (why.empty()) {
+    NoteResidency(plan, options.device, result);
+    return result;
+  }
   KILN_ASSIGN_OR_RETURN(LowerResult second, LowerOnce(graph, plan, again));
   second.cache_before = result.cache_before;  // the report covers both compiles
   second.compile_wall_ms += result.compile_wall_ms;
   for (LoweredRegion& lowered : second.regions) {
     if (why.count(lowered.region)) lowered.notes.push_back(why[lowered.region]);
   }
+  NoteResidency(plan, options.device, second);
   return second;
 }
 

@@ -182,6 +182,41 @@ TEST(CompileTest, ASpillingDefaultIsBuiltWithoutItsBlocksPerSmMinimum) {
   EXPECT_TRUE(noted);
 }
 
+// A kernel whose registers let fewer blocks reside than its price assumed says so: softmax over
+// four rows of 1000000 f32, split over 66 blocks a row that wait for each other, takes 182
+// registers (NVRTC 13, sm_90a), one 256-thread block per SM where the model counted two.
+TEST(CompileTest, AKernelBelowItsPricedResidencySaysSo) {
+  auto graph = ParseGraph(R"(graph g(x: f32[4,1000000]) {
+    y: f32[4,1000000] = softmax(x) {axis = 1}
+    return y
+  })");
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  KernelCache cache("");
+  auto compiled = CompileSm90a(std::move(*graph), cache);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  std::string residency;
+  for (const LoweredRegion& r : compiled->lowered.regions) {
+    for (const std::string& note : r.notes) {
+      if (note.find("ptxas gave") != std::string::npos) residency = note;
+    }
+  }
+  // The note exactly when ptxas's registers leave fewer than two 256-thread blocks an SM.
+  ASSERT_EQ(compiled->lowered.program.modules.size(), 1u);
+  const int registers = compiled->lowered.program.modules[0].registers;
+  ASSERT_GT(registers, 0);
+  EXPECT_EQ(!residency.empty(), 65536 / (registers * 256) < 2) << registers << " registers: " << residency;
+  if (!residency.empty()) {
+    EXPECT_NE(residency.find("where the price assumed 2"), std::string::npos) << residency;
+    EXPECT_NE(residency.find("run in 2 rounds of 132"), std::string::npos) << residency;
+  }
+  // A kernel at its priced residency has no such note.
+  auto small = CompileFile(std::string(KILN_SOURCE_DIR) + "/examples/small/softmax.json", cache);
+  ASSERT_TRUE(small.ok()) << small.status();
+  for (const LoweredRegion& r : small->lowered.regions) {
+    for (const std::string& note : r.notes) EXPECT_EQ(note.find("ptxas gave"), std::string::npos) << note;
+  }
+}
+
 TEST(CompileTest, DiskCacheServesASecondProcess) {
   std::string dir = CacheDir();
   {
