@@ -389,14 +389,16 @@ absl::StatusOr<LowerResult> LowerOnce(const Graph& graph, const FusionPlan& plan
 // softmax over [4, 1000000] f32: 182 registers, one 256-thread block per SM where the price
 // assumed two; 264 blocks in two rounds, measured 1.5x its prediction (H100,
 // bench/results/2026-11-28-session21).
-void NoteResidency(const FusionPlan& plan, const DeviceSpec& device, LowerResult& result) {
+// Regions in `tuned` run the tuner's measured choice, not the priced default: no note.
+void NoteResidency(const FusionPlan& plan, const DeviceSpec& device, const std::map<int, KernelParams>& tuned,
+                   LowerResult& result) {
   std::map<std::string, const Module*> modules;
   for (const Module& m : result.program.modules) modules[m.name] = &m;
   for (LoweredRegion& lowered : result.regions) {
     if (lowered.kernels.size() != 1 || device.registers_per_sm <= 0) continue;
     const Module* m = modules.at(lowered.kernels[0]);
     for (const Region& r : plan.regions) {
-      if (r.id != lowered.region || !r.reduce || m->registers <= 0) continue;
+      if (r.id != lowered.region || !r.reduce || m->registers <= 0 || tuned.count(r.id)) continue;
       const RowFit& fit = r.reduce->fit;
       if (fit.blocks_per_sm <= 0) continue;
       const int64_t threads = DefaultParams(r, device).block_size;
@@ -410,8 +412,9 @@ void NoteResidency(const FusionPlan& plan, const DeviceSpec& device, LowerResult
       std::string note = absl::StrCat(lowered.kernels[0], ": ptxas gave ", m->registers, " registers a thread, so ",
                                       fits, fits == 1 ? " block" : " blocks", " of ", threads, " threads ",
                                       fits == 1 ? "fits" : "fit", " an SM where the price assumed ", fit.blocks_per_sm);
-      const int64_t blocks = r.reduce->space.outer * fit.split;
-      if (fit.split > 1 && fit.split_waits && !fit.cluster && fits > 0 && device.sm_count > 0) {
+      if (r.kind == RegionKind::kRowReduction && fit.split > 1 && fit.split_waits && !fit.cluster && fits > 0 &&
+          device.sm_count > 0) {
+        const int64_t blocks = r.reduce->space.outer * fit.split;  // a row's blocks, every row
         const int64_t resident = fits * device.sm_count;
         absl::StrAppend(&note, "; the split's ", blocks, " waiting blocks run in ", (blocks + resident - 1) / resident,
                         " rounds of ", resident);
@@ -451,7 +454,7 @@ absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan
     }
   }
   if (why.empty()) {
-    NoteResidency(plan, options.device, result);
+    NoteResidency(plan, options.device, options.params, result);
     return result;
   }
   KILN_ASSIGN_OR_RETURN(LowerResult second, LowerOnce(graph, plan, again));
@@ -460,7 +463,7 @@ absl::StatusOr<LowerResult> LowerPlan(const Graph& graph, const FusionPlan& plan
   for (LoweredRegion& lowered : second.regions) {
     if (why.count(lowered.region)) lowered.notes.push_back(why[lowered.region]);
   }
-  NoteResidency(plan, options.device, second);
+  NoteResidency(plan, options.device, options.params, second);
   return second;
 }
 
