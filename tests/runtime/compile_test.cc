@@ -32,6 +32,23 @@ absl::StatusOr<Compiled> CompileFile(const std::string& path, KernelCache& cache
   return CompileSm90a(std::move(*graph), cache);
 }
 
+// The first of the lowered regions' notes that contains `text` ("" if none).
+std::string NoteWith(const Compiled& compiled, const std::string& text) {
+  for (const LoweredRegion& r : compiled.lowered.regions) {
+    for (const std::string& note : r.notes) {
+      if (note.find(text) != std::string::npos) return note;
+    }
+  }
+  return "";
+}
+
+// Parses `text` and compiles it for sm_90a.
+absl::StatusOr<Compiled> CompileText(const std::string& text, KernelCache& cache) {
+  auto graph = ParseGraph(text);
+  if (!graph.ok()) return graph.status();
+  return CompileSm90a(std::move(*graph), cache);
+}
+
 int Count(const Program& p, Step::Kind kind) {
   return std::count_if(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.kind == kind; });
 }
@@ -145,7 +162,8 @@ TEST(CompileTest, AttentionTheTemplateDoesNotRunIsLoweredBeforeFusion) {
 // of 512 threads per SM, and under that __launch_bounds__ minimum ptxas spilled (40 registers).
 // A spilling default is built again without the minimum, and the ledger says so.
 TEST(CompileTest, ASpillingDefaultIsBuiltWithoutItsBlocksPerSmMinimum) {
-  auto graph = ParseGraph(R"(graph ceb(x: bf16[4096,32000], t: i64[4096], g: f32[], tw: f32[]) {
+  KernelCache cache("");
+  auto compiled = CompileText(R"(graph ceb(x: bf16[4096,32000], t: i64[4096], g: f32[], tw: f32[]) {
     lsm: bf16[4096,32000] = log_softmax(x) {axis = 1}
     t2: i64[4096,1] = reshape(t) {shape = [4096, 1]}
     cls: i64[32000] = iota() {shape = [32000], axis = 0, dtype = "i64"}
@@ -166,40 +184,26 @@ TEST(CompileTest, ASpillingDefaultIsBuiltWithoutItsBlocksPerSmMinimum) {
     d: f32[4096,32000] = sub(gf, es)
     y: bf16[4096,32000] = cast(d) {dtype = "bf16"}
     return y
-  })");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  KernelCache cache("");
-  auto compiled = CompileSm90a(std::move(*graph), cache);
+  })", cache);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   const Program& p = compiled->lowered.program;
   ASSERT_EQ(p.modules.size(), 1u);
   EXPECT_EQ(p.modules[0].spill_bytes, 0) << p.modules[0].params;
   EXPECT_EQ(p.modules[0].params.find("min_blocks"), std::string::npos) << p.modules[0].params;
-  bool noted = false;
-  for (const LoweredRegion& r : compiled->lowered.regions) {
-    for (const std::string& note : r.notes) noted |= note.find("built without its blocks-per-SM minimum") != std::string::npos;
-  }
-  EXPECT_TRUE(noted);
+  EXPECT_NE(NoteWith(*compiled, "built without its blocks-per-SM minimum"), "");
 }
 
 // A kernel whose registers let fewer blocks reside than its price assumed says so: softmax over
 // four rows of 1000000 f32, split over 66 blocks a row that wait for each other, takes 182
 // registers (NVRTC 13, sm_90a), one 256-thread block per SM where the model counted two.
 TEST(CompileTest, AKernelBelowItsPricedResidencySaysSo) {
-  auto graph = ParseGraph(R"(graph g(x: f32[4,1000000]) {
+  KernelCache cache("");
+  auto compiled = CompileText(R"(graph g(x: f32[4,1000000]) {
     y: f32[4,1000000] = softmax(x) {axis = 1}
     return y
-  })");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  KernelCache cache("");
-  auto compiled = CompileSm90a(std::move(*graph), cache);
+  })", cache);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
-  std::string residency;
-  for (const LoweredRegion& r : compiled->lowered.regions) {
-    for (const std::string& note : r.notes) {
-      if (note.find("ptxas gave") != std::string::npos) residency = note;
-    }
-  }
+  const std::string residency = NoteWith(*compiled, "ptxas gave");
   // The note exactly when ptxas's registers leave fewer than two 256-thread blocks an SM.
   ASSERT_EQ(compiled->lowered.program.modules.size(), 1u);
   const int registers = compiled->lowered.program.modules[0].registers;
@@ -212,9 +216,7 @@ TEST(CompileTest, AKernelBelowItsPricedResidencySaysSo) {
   // A kernel at its priced residency has no such note.
   auto small = CompileFile(std::string(KILN_SOURCE_DIR) + "/examples/small/softmax.json", cache);
   ASSERT_TRUE(small.ok()) << small.status();
-  for (const LoweredRegion& r : small->lowered.regions) {
-    for (const std::string& note : r.notes) EXPECT_EQ(note.find("ptxas gave"), std::string::npos) << note;
-  }
+  EXPECT_EQ(NoteWith(*small, "ptxas gave"), "");
 }
 
 TEST(CompileTest, DiskCacheServesASecondProcess) {
@@ -298,15 +300,13 @@ namespace {
 // run time as graph inputs) holds no buffer of the mask's element count besides the graph's
 // own inputs and outputs, and no scratch.
 TEST(DropoutPlanTest, NoBufferHoldsAMask) {
-  auto graph = ParseGraph(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], dy: bf16[64,1024], seed: i64[], offset: i64[]) {
+  KernelCache cache("");
+  auto compiled = CompileText(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], dy: bf16[64,1024], seed: i64[], offset: i64[]) {
     d: bf16[64,1024] = dropout(x, seed, offset) {offset = 0, p = 0.1, seed = 0}
     h: bf16[64,1024] = add(d, r)
     dx: bf16[64,1024] = dropout_grad(dy, seed, offset) {offset = 0, p = 0.1, seed = 0}
     return h, dx
-  })");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  KernelCache cache("");
-  auto compiled = CompileSm90a(std::move(*graph), cache);
+  })", cache);
   ASSERT_TRUE(compiled.ok()) << compiled.status();
   const Program& p = compiled->lowered.program;
   for (const Buffer& b : p.buffers) {
