@@ -209,6 +209,10 @@ TEST(CompileTest, AKernelBelowItsPricedResidencySaysSo) {
   const int registers = compiled->lowered.program.modules[0].registers;
   ASSERT_GT(registers, 0);
   EXPECT_EQ(!residency.empty(), 65536 / (registers * 256) < 2) << registers << " registers: " << residency;
+  // Its 15 cached vectors a thread live through the split's merge to the store pass; with a
+  // guard on each of them ptxas took 182 registers (one block an SM, the split in 2 rounds).
+  // row_reduce.cuh's SureIters drops the guards no share needs: 120.
+  EXPECT_LE(registers, 128) << "the split softmax's cached vectors no longer fit two blocks an SM";
   if (!residency.empty()) {
     EXPECT_NE(residency.find("where the price assumed 2"), std::string::npos) << residency;
     EXPECT_NE(residency.find("run in 2 rounds of 132"), std::string::npos) << residency;
