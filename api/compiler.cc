@@ -55,6 +55,7 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   s.launch_us = h100.launch_us;                                 // not queryable: the same estimate
   s.grid_sync_us = h100.grid_sync_us;                           // not queryable: the same estimate
   s.cluster_sync_us = h100.cluster_sync_us;                     // not queryable: the same estimate
+  s.split_latency_us = h100.split_latency_us;                   // not queryable: the h100 fit
   s.lone_block_phase_us = h100.lone_block_phase_us;             // not queryable: the h100 fit
   s.smem_per_sm_bytes = s.smem_per_block_bytes + 1024;          // the block allowance and its 1 KB
   // What one SM draws alone: the h100 estimate scaled by this GPU's bandwidth per SM.

@@ -23,6 +23,13 @@ DeviceSpec H100Spec() {
   s.grid_sync_us = 1.0;                  // estimate: a global-memory flag round trip (~2 x 0.5 us)
   s.cluster_sync_us = 0.3;               // estimate: a cluster barrier and a distributed shared
                                          // memory read (row_fit.h's SplitInCluster has the runs)
+  s.split_latency_us = 2.0;              // fitted on the lent H100 (bench/zoo.py, L2 flushed,
+                                         // 2026-11-28, session 22 run 1): the 15 zoo launches that
+                                         // split a row or a column tile measured 1.2 to 3.6 us
+                                         // above the model without it (median 2.2; two outliers
+                                         // +5.1 and +15.5, one -0.6), whatever their split, waves
+                                         // or levels, where unsplit launches sit 3-13% below it:
+                                         // the merge's first arrival, fence and fold once
   s.lone_block_phase_us = 1.3;           // fitted on the lent H100 (bench/zoo.py, L2 flushed,
                                          // 2026-11-24): softmax over 1024 rows of 32000 bf16,
                                          // rows in registers at 128 registers x 512 threads (one

@@ -25,6 +25,7 @@ struct DeviceSpec {
   double launch_us = 0;               // cost of one kernel launch in a stream of launches
   double grid_sync_us = 0;            // blocks of one launch waiting for each other once
   double cluster_sync_us = 0;         // the blocks of one thread-block cluster waiting for each other once
+  double split_latency_us = 0;        // a launch whose rows (tiles) are split over blocks: once
   double lone_block_phase_us = 0;     // a block that holds its row on chip alone on its SM: per
                                       // row, the time its load -> reduce -> store phases leave
                                       // the SM's memory pipe idle (other resident blocks hide it)

@@ -75,10 +75,6 @@ int VectorElements(const Region& region, int64_t must_divide) {
   return v;
 }
 
-namespace {
-
-// Blocks per SM that the registers a thread needs and the shared memory a block takes allow
-// (0: a block does not fit at all), at most `cap`.
 int64_t BlocksPerSm(const DeviceSpec& device, int64_t threads, int64_t registers, int64_t smem_bytes, int64_t cap) {
   if (registers > 255) return 0;
   int64_t n = std::min(cap, device.registers_per_sm > 0 ? device.registers_per_sm / (registers * threads) : cap);
@@ -88,8 +84,6 @@ int64_t BlocksPerSm(const DeviceSpec& device, int64_t threads, int64_t registers
   }
   return n;
 }
-
-}  // namespace
 
 double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t registers, int64_t smem_bytes) {
   const int64_t per_sm = BlocksPerSm(device, threads, registers, smem_bytes, 2048 / threads);
@@ -101,12 +95,12 @@ double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, in
 double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
                     double waves, bool cluster) {
   if (split <= 1) return 0;
-  if (cluster) return waves * (levels + 1) * device.cluster_sync_us;  // a barrier per level, one per row
+  if (cluster) return device.split_latency_us + waves * (levels + 1) * device.cluster_sync_us;  // a barrier per level, one per row
   constexpr int64_t kFoldAhead = 4;  // SplitMerge's slots in flight per thread (4 or 8: the fewer)
   const int64_t per_round = std::max<int64_t>(fold_threads, 1) * kFoldAhead;
   const int64_t rounds = 1 + (split + per_round - 1) / per_round;  // the count, then the fold
   const double fold_us = static_cast<double>(rounds) * device.grid_sync_us / 2;
-  return wait ? waves * levels * (device.grid_sync_us + fold_us) : fold_us;
+  return device.split_latency_us + (wait ? waves * levels * (device.grid_sync_us + fold_us) : fold_us);
 }
 
 // The time the model gives a reduction launch: every byte once at the bandwidth its blocks draw

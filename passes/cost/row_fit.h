@@ -127,7 +127,8 @@ bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement);
 // With `wait` the blocks wait for that fold and a flag once per level and `waves` of resident
 // blocks; without, only the launch's last fold is on its critical path.
 // With `cluster` (SplitInCluster) instead a cluster barrier (DeviceSpec::cluster_sync_us) per
-// level and one at the end of each row, per wave.
+// level and one at the end of each row, per wave. Either way DeviceSpec::split_latency_us
+// once per launch: what a split launch measured above these terms whatever its split.
 double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
                     double waves, bool cluster = false);
 // A column tile held on chip (registers) whose kernel writes outputs of the full space (softmax,
@@ -144,6 +145,11 @@ double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_thread
 // wave is not priced apart from its pointwise consumer). `per_sm`: resident blocks per SM.
 inline constexpr double kColumnLevelWaveUs = 5.4;
 double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm);
+// Blocks of `threads` per SM that `registers` a thread and `smem_bytes` of shared memory a
+// block (plus the 1 KB the runtime reserves per block) allow, at most `cap`; 0 where a block
+// does not fit at all. The one residency rule of the model, and of the lowering's check of
+// what ptxas gave (runtime/jit/lower.cc).
+int64_t BlocksPerSm(const DeviceSpec& device, int64_t threads, int64_t registers, int64_t smem_bytes, int64_t cap);
 // A block that loads its row share, reduces it and then stores its row-shaped outputs reads
 // and writes in turn, not at once, unless another block on the SM fills the gaps: where
 // registers or shared memory let only one block per SM be resident, lone_block_phase_us per

@@ -11,6 +11,7 @@
 #include "codegen/kernel_params.h"
 #include "ir/base/hash.h"
 #include "ir/base/status.h"
+#include "passes/cost/row_fit.h"
 #include "passes/fusion/ledger.h"
 #include "passes/fusion/matmul_epilogue.h"
 #include "passes/fusion/reduce_placement.h"
@@ -402,12 +403,9 @@ void NoteResidency(const FusionPlan& plan, const DeviceSpec& device, const std::
       const RowFit& fit = r.reduce->fit;
       if (fit.blocks_per_sm <= 0) continue;
       const int64_t threads = DefaultParams(r, device).block_size;
-      // As the model counts residency (row_fit.cc's BlocksPerSm), with ptxas's registers.
-      int64_t fits = std::min<int64_t>((fit.shared ? 2048 : 1024) / threads,
-                                       device.registers_per_sm / (int64_t{m->registers} * threads));
-      if (fit.shared && device.smem_per_sm_bytes > 0) {
-        fits = std::min<int64_t>(fits, device.smem_per_sm_bytes / (fit.smem_bytes + 1024));
-      }
+      // As the model counts residency, with ptxas's registers.
+      const int64_t fits = BlocksPerSm(device, threads, m->registers, fit.shared ? fit.smem_bytes : 0,
+                                       (fit.shared ? 2048 : 1024) / threads);
       if (fits >= fit.blocks_per_sm) continue;
       std::string note = absl::StrCat(lowered.kernels[0], ": ptxas gave ", m->registers, " registers a thread, so ",
                                       fits, fits == 1 ? " block" : " blocks", " of ", threads, " threads ",
