@@ -201,17 +201,20 @@ TEST_F(RegionGpuTest, ColumnKernels) {
       return y, m
     })";
   std::vector<std::pair<std::string, std::string>> graphs;
-  for (auto [k, i] : {std::pair<int64_t, int64_t>{1, 33}, {7, 3}, {1000, 256}, {32768, 96}, {4096, 4096}, {200003, 24}}) {
+  // Inner extents no vector wider than one element divides: 1001, 3, 37, 4095, 50257.
+  for (auto [k, i] : {std::pair<int64_t, int64_t>{1, 33}, {7, 3}, {1000, 256}, {32768, 96}, {4096, 4096}, {200003, 24},
+                      {999, 1001}}) {
     graphs.push_back({absl::StrFormat("colsum_%dx%d", k, i), absl::StrFormat(kSum, k, i, k, i, i)});
   }
-  for (auto [o, k, i] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{2, 1000, 96}, {16, 77, 40}, {1, 4096, 8}, {3, 5, 1000}}) {
+  for (auto [o, k, i] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {2, 1000, 96}, {16, 77, 40}, {1, 4096, 8}, {3, 5, 1000}, {2, 300, 37}}) {
     graphs.push_back({absl::StrFormat("colsoftmax_%dx%dx%d", o, k, i), absl::StrFormat(kSoftmax, o, k, i, o, k, i)});
     graphs.push_back({absl::StrFormat("colnorm_%dx%dx%d", o, k, i),
                       absl::StrFormat(kNorm, o, k, i, o, i, o, k, i, o, k, i, o, i, o, i, o, k, i)});
   }
   // A gradient written beside the bias gradient that sums it (kStoreInStep: the full-space
   // output waits for no reduction, so level 1 stores it as it reads, and split blocks do not wait).
-  for (auto [k, i] : {std::pair<int64_t, int64_t>{7, 3}, {1000, 96}, {4096, 1024}, {3000, 200}}) {
+  for (auto [k, i] : {std::pair<int64_t, int64_t>{7, 3}, {1000, 96}, {4096, 1024}, {3000, 200}, {600, 4095}}) {
     graphs.push_back({absl::StrFormat("gradbias_%dx%d", k, i),
                       absl::StrFormat(R"(graph g(x: bf16[%d,%d], y: bf16[%d,%d]) {
       d: bf16[%d,%d] = mul(x, y)
@@ -224,6 +227,10 @@ TEST_F(RegionGpuTest, ColumnKernels) {
   // a max over a middle axis and an NHWC sum over N, H and W.
   graphs.push_back({"colmax_16x3000x80", R"(graph g(x: f16[16,3000,80]) {
       s: f16[16,80] = reduce_max(x) {axes = [1], keep_dims = false}
+      return s
+    })"});
+  graphs.push_back({"colsum_512x50257_bf16", R"(graph g(x: bf16[512,50257]) {
+      s: bf16[50257] = reduce_sum(x) {axes = [0], keep_dims = false}
       return s
     })"});
   graphs.push_back({"nhwsum_8x56x56x256", R"(graph g(x: f16[8,56,56,256]) {
