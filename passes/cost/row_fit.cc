@@ -95,7 +95,8 @@ double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, in
 double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_threads, int levels, bool wait,
                     double waves, bool cluster) {
   if (split <= 1) return 0;
-  if (cluster) return device.split_latency_us + waves * (levels + 1) * device.cluster_sync_us;  // a barrier per level, one per row
+  // A cluster: a barrier per level and one per row.
+  if (cluster) return device.split_latency_us + waves * (levels + 1) * device.cluster_sync_us;
   constexpr int64_t kFoldAhead = 4;  // SplitMerge's slots in flight per thread (4 or 8: the fewer)
   const int64_t per_round = std::max<int64_t>(fold_threads, 1) * kFoldAhead;
   const int64_t rounds = 1 + (split + per_round - 1) / per_round;  // the count, then the fold
