@@ -387,9 +387,10 @@ absl::StatusOr<LowerResult> LowerOnce(const Graph& graph, const FusionPlan& plan
 // price assumed (RowFit::blocks_per_sm, from the model's estimate of them) runs below that
 // price: its region gets a note that says so, and for a split whose blocks wait for each other
 // (a cooperative launch, clamped to the blocks that fit) in how many rounds the split now runs.
-// softmax over [4, 1000000] f32: 182 registers, one 256-thread block per SM where the price
-// assumed two; 264 blocks in two rounds, measured 1.5x its prediction (H100,
-// bench/results/2026-11-28-session21).
+// Written for softmax over [4, 1000000] f32: 182 registers, one 256-thread block per SM where
+// the price assumed two; 264 blocks in two rounds, measured 1.5x its prediction (H100,
+// bench/results/2026-11-28-session21). row_reduce.cuh's SureIters took that kernel to 120
+// registers; no zoo or example kernel gets the note now.
 // Regions in `tuned` run the tuner's measured choice, not the priced default: no note.
 void NoteResidency(const FusionPlan& plan, const DeviceSpec& device, const std::map<int, KernelParams>& tuned,
                    LowerResult& result) {
