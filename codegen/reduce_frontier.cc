@@ -34,12 +34,15 @@ absl::StatusOr<bool> ReduceEmitter::PlanFrontier() {
   for (const Node* n : r_.nodes) {
     const Placement& place = pl_.Of(n);
     const Shape& s = n->shape();
-    if (IsReduction(n) || PerRow(n) || place.combined || NumElements(place.Part(s, 1)) != N_ ||
-        NumElements(place.Part(s, 0)) != pl_.space.outer || NumElements(place.Part(s, 2)) != 1) {
+    if (IsReduction(n) || PerRow(n) || place.combined || NumElements(place.Part(n, 1)) != N_ ||
+        NumElements(place.Part(n, 0)) != pl_.space.outer || NumElements(place.Part(n, 2)) != 1) {
       continue;
     }
     const OpCategory c = n->category();
-    if (c != OpCategory::kPointwise && c != OpCategory::kRandom && n->op() != OpKind::kReshape) continue;
+    if (c != OpCategory::kPointwise && c != OpCategory::kRandom && n->op() != OpKind::kReshape &&
+        n->op() != OpKind::kTranspose) {
+      continue;
+    }
     bool reads_row = false, ok = !n->operands().empty();
     for (const Node* o : n->operands()) {
       if (prologue.count(o) || vec_fields_.count(o)) {
@@ -73,7 +76,8 @@ absl::StatusOr<bool> ReduceEmitter::PlanFrontier() {
   auto arrays_of = [&](const std::set<const Node*>& pro) {
     std::set<const Node*> kept, values;
     for (const Node* n : frontier_of(pro, &kept)) {
-      while ((n->op() == OpKind::kCast || n->op() == OpKind::kReshape) && pro.count(n->operand(0)) &&
+      while ((n->op() == OpKind::kCast || n->op() == OpKind::kReshape || n->op() == OpKind::kTranspose) &&
+             pro.count(n->operand(0)) &&
              ComputeType(n->dtype()) == ComputeType(n->operand(0)->dtype())) {
         n = n->operand(0);
       }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/reduce_emitter.h"
 #include "ir/base/status.h"
+#include "passes/fusion/strided_view.h"
 
 namespace kiln::codegen_internal {
 namespace {
@@ -21,6 +22,37 @@ std::string GroupIndex(const Shape& group, Shape part, const std::string& var) {
   if (p == g) return var;
   while (!part.empty() && part.front() == 1) part.erase(part.begin());
   return BroadcastIndex(group, part, var);
+}
+
+// The offset of element `var` of a row-major index over `atoms` (outermost first), each atom
+// its coordinate times its stride: a division and a modulo by constants per atom, in 32 bits
+// where the index fits (a multiply-high and a shift; 64-bit ones cost several times that).
+std::string AtomsOffset(const ViewDim& atoms, const std::string& var) {
+  int64_t below = 1;
+  for (const ViewAtom& a : atoms) below *= a.extent;
+  const bool narrow = below <= (int64_t{1} << 31) && atoms.size() > 1;
+  const std::string v = narrow ? absl::StrCat("static_cast<unsigned>(", var, ")") : var;
+  const char* suffix = narrow ? "u" : "LL";
+  std::vector<std::string> terms;
+  for (size_t j = 0; j < atoms.size(); ++j) {
+    below /= atoms[j].extent;
+    std::string c = below > 1 ? absl::StrCat("(", v, " / ", below, suffix, ")") : v;
+    if (j > 0) c = absl::StrCat("(", c, " % ", atoms[j].extent, suffix, ")");
+    if (narrow) c = absl::StrCat("static_cast<long long>(", c, ")");
+    terms.push_back(Scale(c, atoms[j].stride));
+  }
+  return SumTerms(terms);
+}
+
+// The atoms of group g of the space in tensor `n`, read through the transpose `place.through`
+// (reduce_placement.h): its dims of the group, merged where their strides in `n` chain.
+ViewDim ThroughAtoms(const Node* n, const Placement& place, int g) {
+  std::optional<StridedView> view = ViewThrough(ContiguousView(n), place.through);
+  KILN_CHECK(view.has_value()) << n->name() << " is not viewed through " << place.through->name();
+  const size_t rank = view->dims.size();
+  const size_t b = g == 0 ? 0 : static_cast<size_t>(place.cut[g - 1]);
+  const size_t e = g == 2 ? rank : static_cast<size_t>(place.cut[g]);
+  return FlattenDims(*view, std::min(b, rank), std::min(e, rank));
 }
 
 }  // namespace
@@ -38,7 +70,7 @@ std::string ReduceEmitter::ReducedIndex(int lane) const {
 absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) const {
   const Placement& place = pl_.Of(n);
   const Shape& s = n->shape();
-  const Shape outer = place.Part(s, 0), reduced = place.Part(s, 1), inner = place.Part(s, 2);
+  const Shape outer = place.Part(n, 0), reduced = place.Part(n, 1), inner = place.Part(n, 2);
   const std::string reduced_index = ReducedIndex(lane);
   if (NumElements(reduced) > 1 && reduced_index.empty()) {
     return absl::InternalError(absl::StrCat(n->name(), " is needed outside a loop over the reduced axis"));
@@ -48,6 +80,10 @@ absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) cons
   const std::string oi = GroupIndex(pl_.space.Group(0), outer, column_ ? "o" : "r");
   const std::string ri = GroupIndex(pl_.space.Group(1), reduced, reduced_index);
   const std::string ii = column_ ? GroupIndex(pl_.space.Group(2), inner, inner_index) : "0";
+  if (place.through != nullptr) {  // each group's part is 1 or the group's extent (Validate)
+    return SumTerms({AtomsOffset(ThroughAtoms(n, place, 0), oi), AtomsOffset(ThroughAtoms(n, place, 1), ri),
+                     AtomsOffset(ThroughAtoms(n, place, 2), ii)});
+  }
   const int64_t inner_size = NumElements(inner);
   return SumTerms({Scale(oi, NumElements(reduced) * inner_size), Scale(ri, inner_size), ii});
 }
@@ -55,9 +91,22 @@ absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) cons
 bool ReduceEmitter::VectorLoadable(const Node* n) const {
   const Placement& place = pl_.Of(n);
   const Shape& s = n->shape();
-  if (column_) return NumElements(place.Part(s, 2)) == I_;  // V divides I: aligned, contiguous
-  if (NumElements(place.Part(s, 1)) != N_ || NumElements(place.Part(s, 2)) != 1) return false;
-  return aligned_ || NumElements(place.Part(s, 0)) == pl_.space.outer;
+  if (column_) return NumElements(place.Part(n, 2)) == I_;  // V divides I: aligned, contiguous
+  if (NumElements(place.Part(n, 1)) != N_ || NumElements(place.Part(n, 2)) != 1) return false;
+  if (place.through != nullptr) {
+    // Read through a transpose: a vector is V contiguous elements when the row's innermost run
+    // has stride 1 and holds whole vectors, and every other step keeps the V-element alignment.
+    if (!aligned_) return false;
+    for (int g = 0; g < 2; ++g) {
+      const ViewDim atoms = ThroughAtoms(n, place, g);
+      for (size_t j = 0; j < atoms.size(); ++j) {
+        const bool innermost = g == 1 && j + 1 == atoms.size();
+        if (innermost ? atoms[j].stride != 1 || atoms[j].extent % V_ != 0 : atoms[j].stride % V_ != 0) return false;
+      }
+    }
+    return true;
+  }
+  return aligned_ || NumElements(place.Part(n, 0)) == pl_.space.outer;
 }
 
 bool ReduceEmitter::PerRow(const Node* n) const {
@@ -146,7 +195,9 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Compute(const Node* n, int lane) {
   if (IsReduction(n)) {  // a per-row result: set by its level's Finish
     return absl::InternalError(absl::StrCat("reduction ", n->name(), " is read before its level is done"));
   }
-  if (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo) return Value(n->operand(0), lane);
+  if (n->op() == OpKind::kReshape || n->op() == OpKind::kBroadcastTo || n->op() == OpKind::kTranspose) {
+    return Value(n->operand(0), lane);  // a transpose's operand is read through it (IndexOf)
+  }
   if (auto recip = n->op() == OpKind::kDiv ? recip_fields_.find(n->operand(1)) : recip_fields_.end();
       recip != recip_fields_.end() && where_ != Where::kPerRow && where_ != Where::kCombined) {
     KILN_ASSIGN_OR_RETURN(TypedExpr x, Value(n->operand(0), lane));
@@ -161,8 +212,8 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Compute(const Node* n, int lane) {
   uses_philox_ |= n->category() == OpCategory::kRandom;
   const Placement& place = pl_.Of(n);
   const bool shared_philox = !column_ && n->category() == OpCategory::kRandom && where_ == Where::kVector &&
-                             V_ % 4 == 0 && NumElements(place.Part(n->shape(), 1)) == N_ &&
-                             NumElements(place.Part(n->shape(), 0)) == pl_.space.outer;
+                             V_ % 4 == 0 && NumElements(place.Part(n, 1)) == N_ &&
+                             NumElements(place.Part(n, 0)) == pl_.space.outer;
   if (shared_philox) {
     // Lanes 4q..4q+3 are elements 4g..4g+3 (vectors start on kV-element boundaries of the row
     // space, kV a multiple of 4): one Philox call serves them (docs/dropout.md).

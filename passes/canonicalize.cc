@@ -1,12 +1,83 @@
 #include "passes/canonicalize.h"
 
 #include <algorithm>
+#include <map>
 
 #include "ir/base/status.h"
 #include "passes/rewrite_util.h"
 
 namespace kiln {
 namespace {
+
+// The shortest run of reduced innermost axes (in elements) that a reduction over axes in
+// several runs reads through a transpose rather than in two reductions: a warp's 32 loads then
+// touch at most two runs, and a run of 8 or more elements is a whole number of 16-byte vectors
+// where it is a multiple of 8.
+constexpr int64_t kMinTransposedRun = 32;
+
+// `n` with its axes permuted by `perm` (numpy-padded to perm's rank first). A transpose that
+// keeps the order of the axes of extent > 1 is a reshape; through pointwise ops (no generators)
+// the transpose moves to their operands, so that a reduction region reads the tensors in memory
+// through it and computes everything else in the permuted order. `memo` shares the nodes built
+// for one rewrite; `budget` bounds how many pointwise ops are rebuilt.
+Node* Transposed(Rewriter& rw, Node* n, const std::vector<int64_t>& perm, std::map<Node*, Node*>& memo, int& budget) {
+  if (auto it = memo.find(n); it != memo.end()) return it->second;
+  const size_t rank = perm.size();
+  Shape s = n->shape();
+  Node* x = n;
+  if (s.size() < rank) {
+    s.insert(s.begin(), rank - s.size(), 1);
+    x = rw.Add(OpKind::kReshape, {n}, {{"shape", s}});
+  }
+  Shape permuted(rank);
+  std::vector<int64_t> order;  // the axes of extent > 1, in their new order
+  for (size_t d = 0; d < rank; ++d) {
+    permuted[d] = s[perm[d]];
+    if (s[perm[d]] != 1) order.push_back(perm[d]);
+  }
+  Node* result = nullptr;
+  if (std::is_sorted(order.begin(), order.end())) {
+    result = permuted == n->shape() ? n : rw.Add(OpKind::kReshape, {x}, {{"shape", permuted}});
+  } else if (n->category() == OpCategory::kPointwise && n->num_operands() > 0 && budget > 0) {
+    --budget;
+    std::vector<Node*> operands;
+    for (Node* o : n->operands()) {
+      operands.push_back(o->shape().empty() ? o : Transposed(rw, o, perm, memo, budget));
+    }
+    result = rw.Add(n->op(), operands, n->attrs());
+  } else {
+    result = rw.Add(OpKind::kTranspose, {x}, {{"perm", perm}});
+  }
+  memo[n] = result;
+  return result;
+}
+
+// A reduction over axes in several runs whose last run holds the innermost axis and at least
+// kMinTransposedRun elements (batch norm's mean over N, H and W of [N, C, H, W]): one reduction
+// over the trailing axes of its operand transposed to (kept axes, reduced axes), reshaped back.
+// A row kernel then reads each row (a channel) as runs of contiguous elements (H x W), once,
+// instead of a row reduction and a column reduction over its partial results. Else nullptr.
+Node* ReduceTransposed(Rewriter& rw, Node* node, const std::vector<int64_t>& axes) {
+  const Shape& in = node->operand(0)->shape();
+  const int64_t rank = static_cast<int64_t>(in.size());
+  if (axes.empty() || axes.back() != rank - 1) return nullptr;
+  int64_t run = 1;
+  for (size_t i = axes.size(); i-- > 0 && axes[i] == rank - static_cast<int64_t>(axes.size() - i);) run *= in[axes[i]];
+  if (run < kMinTransposedRun) return nullptr;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!std::binary_search(axes.begin(), axes.end(), d)) perm.push_back(d);
+  }
+  const int64_t kept = static_cast<int64_t>(perm.size());
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  std::map<Node*, Node*> memo;
+  int budget = 16;
+  Node* x = Transposed(rw, node->operand(0), perm, memo, budget);
+  std::vector<int64_t> trailing;
+  for (int64_t d = kept; d < rank; ++d) trailing.push_back(d);
+  Node* reduced = rw.Add(node->op(), {x}, {{"axes", trailing}, {"keep_dims", true}});
+  return rw.Add(OpKind::kReshape, {reduced}, {{"shape", node->shape()}});
+}
 
 // Returns the node that should replace `node`, or nullptr when no rule applies. Rules that
 // only edit attributes rebuild the node (nodes are immutable once built).
@@ -48,6 +119,7 @@ Node* Rewrite(Graph& graph, Node* node) {
       size_t run = axes.empty() ? 0 : axes.size() - 1;
       while (run > 0 && axes[run - 1] + 1 == axes[run]) --run;
       if (run > 0) {
+        if (Node* transposed = ReduceTransposed(rw, node, axes)) return transposed;
         // The partial results stay f32 between the two reductions (16-bit floats are widened
         // first, a prologue of the first kernel that reads nothing more, and narrowed last): a
         // partial mean rounded to bf16 would lose what the f32 accumulation kept.

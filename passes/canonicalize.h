@@ -2,9 +2,12 @@
 // passes (decompose, CSE, attention matching, fusion) match one pattern instead of many, and
 // the hand-decomposed graphs ONNX exporters write meet the ones kiln's decomposition writes.
 //  * axes: negative axes become positive; reduction axes are sorted, and a reduction over
-//    axes in several runs becomes one reduction per run (innermost first), so that every
-//    reduction reduces adjacent axes (f16/bf16 are widened to f32 first and narrowed last, so the
-//    partial results keep f32); reduced axes of extent 1 are dropped, and a reduction
+//    axes in several runs becomes one reduction over the trailing axes of its operand
+//    transposed to (kept, reduced) when the last run is innermost and long (batch norm's
+//    statistics: the transpose moves through pointwise ops to the tensors in memory, which a
+//    reduction region reads through it), else one reduction per run (innermost first; f16/bf16
+//    are widened to f32 first and narrowed last, so the partial results keep f32), so that every
+//    reduction reduces adjacent axes; reduced axes of extent 1 are dropped, and a reduction
 //    over nothing but such axes becomes a reshape of its operand (row_sum of [1M, 1]: a view);
 //  * no-ops fold away: reshape/broadcast_to to the same shape, cast to the same dtype,
 //    identity transpose, full slice; reshape(reshape(x)) and transpose(transpose(x)) compose;

@@ -152,7 +152,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   int64_t bytes = 0, row_bytes = 0;
   for (const Node* in : region.inputs) {
     const Placement& p = placement.Of(in);
-    const bool full = p.reduced() && NumElements(p.Part(in->shape(), 2)) == I;
+    const bool full = p.reduced() && NumElements(p.Part(in, 2)) == I;
     fit.row_inputs += full;
     row_bytes += full ? in->num_bytes() : 0;
     bytes += in->num_bytes();
@@ -361,6 +361,22 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
                        (cached ? PerThread(share_of(split), fit.row_inputs, max_threads) : 0) + kBaseRegisters, 0,
                        cached && row_outputs, fit.split_waits, 0, SplitInCluster(device, split, fit.split_waits));
   };
+  // For a row read once whatever the split (one level, no row-shaped outputs), the split the
+  // SMs need is an upper bound: a smaller one (down to none) that still leaves some SMs two
+  // blocks is taken where it is priced cheaper. The mean over 256 channels of [32, 256, 56, 56]
+  // bf16 (256 rows) took 23.1 us unsplit against 25.8 split 2; but the max over one row of 64M
+  // bf16 took 72.5 us split 132 (a block per SM, which the model prices level) against 52.1
+  // split 264 (H100, L2 flushed: bench/results/2026-11-28-session23.md, run 3).
+  if (fit.split > 1 && !rereads) {
+    double best = price(fit.split);
+    for (int64_t split = fit.split / 2; split >= 1 && rows * split > device.sm_count; split /= 2) {
+      const double p = price(split);
+      if (p < best) {
+        best = p;
+        fit.split = static_cast<int>(split);
+      }
+    }
+  }
   if (length > kWarpRowMax && rereads && !fits(fit.split)) {
     int64_t split = fit.split;
     while (!fits(split) && share_of(split * 2) >= kMinSplitShare && split * 2 <= 1024) split *= 2;

@@ -126,7 +126,7 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   for (const Node* in : region.inputs) {
     const Placement& p = placement.Of(in);
     if (p.reduced()) e.bytes_read += (e.passes - 1) * in->num_bytes();
-    if (!p.reduced() || NumElements(p.Part(in->shape(), 2)) != s.inner) continue;
+    if (!p.reduced() || NumElements(p.Part(in, 2)) != s.inner) continue;
     const int64_t b = ByteSize(in->dtype());
     const double waste = SegmentWaste(s.inner * b, std::min(fit.lanes, 32) * fit.vector * b, b);
     e.wasted_bytes += static_cast<int64_t>((waste - 1) * static_cast<double>(e.passes * in->num_bytes()));

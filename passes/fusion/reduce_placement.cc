@@ -7,11 +7,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/base/status.h"
+#include "passes/fusion/strided_view.h"
 
 namespace kiln {
 namespace {
 
 using Cut = std::pair<int, int>;
+
+// The shortest run of contiguous elements a row kernel reads through a transpose (the row's
+// innermost atom, unless it is the whole row): a warp's 32 loads then touch at most two runs.
+constexpr int64_t kMinContiguousRun = 32;
 
 int64_t Product(const Shape& s, int begin, int end) {
   int64_t p = 1;
@@ -148,6 +153,7 @@ std::optional<Cut> Placer::Forward(const Node* n, absl::Status* error) {
     }
     return Cut{c0, c1};
   }
+  if (n->op() == OpKind::kTranspose) return std::nullopt;  // placed by its readers; see Validate
   if (n->op() == OpKind::kReshape) {
     auto it = cut_.find(n->operand(0));
     if (it == cut_.end()) return std::nullopt;
@@ -199,6 +205,7 @@ std::optional<Cut> Placer::FromUser(const Node* o, const Node* user, const Cut& 
     return Cut{c0, std::max(c0, c1)};
   }
   if (IsReduction(user)) return std::nullopt;  // a reduction's input is placed forward or as the source
+  if (user->op() == OpKind::kTranspose) return std::nullopt;  // read through it: see Validate
   const int shift = static_cast<int>(user->shape().size()) - static_cast<int>(os.size());
   return Cut{std::max(0, user_cut.first - shift), std::max(0, user_cut.second - shift)};
 }
@@ -242,9 +249,27 @@ absl::Status Placer::Validate() {
       if (!Member(o) && !IsInlinedConstant(o)) all.push_back(o);
     }
   }
+  // A transpose of a tensor in memory: the kernel reads the tensor through it (the reads of a
+  // row kernel gather runs of it; canonicalize makes such transposes for reductions over axes in
+  // several runs). Any other transpose would reorder values the kernel computes.
+  std::map<const Node*, const Node*> through;  // tensor in memory -> the member transpose read
+  for (const Node* n : r_.nodes) {
+    if (n->op() != OpKind::kTranspose) continue;
+    const Node* x = n->operand(0);
+    if (Member(x) || out_.space.inner != 1) {
+      return Unplaceable(absl::StrCat("transpose ", n->name(), " would reorder ",
+                                      Member(x) ? "values the kernel computes" : "a column region's reads"),
+                         "reduce-layout");
+    }
+    if (!through.emplace(x, n).second || cut_.count(x)) {
+      return Unplaceable(absl::StrCat(x->name(), " is read in two layouts (through transpose ", n->name(),
+                                      " and another)"), "reduce-layout");
+    }
+  }
   for (const Node* n : all) {
-    if (out_.place.count(n)) continue;
-    if (Member(n) && IsPureLayout(n) && n->op() != OpKind::kReshape && n->op() != OpKind::kBroadcastTo) {
+    if (out_.place.count(n) || through.count(n)) continue;
+    if (Member(n) && IsPureLayout(n) && n->op() != OpKind::kReshape && n->op() != OpKind::kBroadcastTo &&
+        n->op() != OpKind::kTranspose) {
       return Unplaceable(absl::StrCat(OpName(n->op()), " ", n->name(), " would reorder the row inside a reduction kernel"),
                          "reduce-layout");
     }
@@ -270,6 +295,30 @@ absl::Status Placer::Validate() {
       p.varies[g] = NumElements(part) > 1;
     }
     out_.place[n] = p;
+  }
+  for (const auto& [x, t] : through) {
+    Placement p = out_.place.at(t);
+    for (int g = 0; g < 3; ++g) {
+      const int64_t e = NumElements(p.Part(t->shape(), g));
+      if (e != 1 && e != out_.space.Extent(g)) {
+        return Unplaceable(absl::StrCat("transpose ", t->name(), " ", ShapeToString(t->shape()),
+                                        " is a partial broadcast of the space ", out_.space.ToString()),
+                           "reduce-layout");
+      }
+    }
+    // The row must come in runs of contiguous elements, long enough for a warp's loads to stay
+    // coalesced; a transpose that strides the row's innermost axis is a column reduction's job.
+    std::optional<StridedView> view = ViewThrough(ContiguousView(x), t);
+    KILN_CHECK(view.has_value()) << t->name() << " is not a view of " << x->name();
+    const ViewDim row = FlattenDims(*view, p.cut[0], p.cut[1]);
+    if (row.empty() || row.back().stride != 1 || (row.back().extent < kMinContiguousRun && row.size() > 1)) {
+      return Unplaceable(absl::StrCat("transpose ", t->name(), " would reorder the row inside a reduction kernel: ",
+                                      "its innermost run is ", row.empty() ? 0 : row.back().extent,
+                                      " elements at stride ", row.empty() ? 0 : row.back().stride, " of ", x->name()),
+                         "reduce-layout");
+    }
+    p.through = t;
+    out_.place[x] = p;
   }
   for (const Node* o : r_.outputs) {
     const Placement& p = out_.place.at(o);
@@ -300,7 +349,7 @@ absl::Status Placer::Levels() {
       const Placement& xp = out_.Of(x);
       if (n == source_ || xp.reduced() || xp.inner()) {
         if (combined) return Unplaceable(absl::StrCat("reduction ", n->name(), " comes after a combine"));
-        if (NumElements(xp.Part(x->shape(), 1)) != out_.space.reduced) {
+        if (NumElements(xp.Part(x, 1)) != out_.space.reduced) {
           return Unplaceable(absl::StrCat("reduction ", n->name(), " reduces a tensor broadcast along the row"));
         }
         // It must reduce exactly the reduced group: a reduction that also reduces outer or
@@ -454,6 +503,8 @@ Shape ReduceSpace::Group(int g) const {
 std::string ReduceSpace::ToString() const {
   return absl::StrCat("[", outer, " x ", reduced, inner == 1 ? "" : absl::StrCat(" x ", inner), "]");
 }
+
+Shape Placement::Part(const Node* n, int g) const { return Part(through ? through->shape() : n->shape(), g); }
 
 Shape Placement::Part(const Shape& shape, int g) const {
   const int rank = static_cast<int>(shape.size());

@@ -10,7 +10,11 @@
 // graph: numpy right-alignment through pointwise ops, the reduced axes through reductions,
 // equal products through reshapes, and from its readers for a tensor read from memory or
 // made in the kernel (iota). A kernel evaluates every node "at the current point" of the space
-// and loads an input at the index its cut gives; nothing is ever read from another row.
+// and loads an input at the index its cut gives; nothing is ever read from another row. A row
+// region may also read a tensor in memory through a member transpose (Placement::through: the
+// tensor takes the transpose's place, and its index goes through the permutation) when each
+// row is a sequence of contiguous runs of at least 32 elements: batch norm's statistics, which
+// canonicalize writes as a reduction over the trailing axes of x transposed to [C, N, H, W].
 //
 // From the places follow: what each value varies along (per element, per row, along the row
 // only, or a scalar), the reduction level each value waits for, the combines (per-row values
@@ -51,6 +55,9 @@ struct Placement {
   int cut[2] = {0, 0};  // its axes [0, cut0) follow the outer group, [cut0, cut1) reduced, the rest inner
   bool varies[3] = {false, false, false};  // along outer, reduced, inner
   int level = 0;           // the reduction level it waits for (0: none)
+  // A tensor in memory that the kernel reads only through this member transpose (its place is
+  // the transpose's): element p of the space is its element at the transposed index.
+  const Node* through = nullptr;
   bool combined = false;   // depends on a combine
 
   bool outer() const { return varies[0]; }
@@ -58,6 +65,8 @@ struct Placement {
   bool inner() const { return varies[2]; }
   // Its part of group g within `shape` (its own shape).
   Shape Part(const Shape& shape, int g) const;
+  // The part of group g of tensor `n` placed here (the transpose's shape when read through one).
+  Shape Part(const Node* n, int g) const;
   // "row-shaped", "per-row", "along the row", "scalar" (row spaces), with "x inner" for columns.
   std::string FormName() const;
 };

@@ -8,7 +8,8 @@
 // shapes, pointwise kernels at sizes that are not multiples of the vector width, and the tiled
 // transpose kernel (templates/layout.cuh) under every candidate: 2-D to 6-D permutes, odd
 // extents, one row or column, f32/f16/bf16, several reads and permutations, rotary embeddings;
-// the vectorised plain kernel (codegen/emit_vector.cc) under every candidate.
+// the vectorised plain kernel (codegen/emit_vector.cc) under every candidate; reductions over
+// axes in several runs (batch norm's statistics) read through a transpose.
 // KILN_SWEEP_MAX_ELEMENTS caps rows * N in the sweep (scripts/gpu-check lowers it under
 // compute-sanitizer, whose slowdown makes the 10^8-element rows too slow).
 #include <cstdio>
@@ -146,6 +147,64 @@ TEST_F(RegionGpuTest, SplitRows) {
       if (name == "xent_bf16") continue;  // the sweep covers it; its targets need the row count
       CheckEveryCandidate(absl::StrFormat("%s_%dx%d", name, rows, n), text);
     }
+  }
+}
+
+// Reductions over axes in several runs whose innermost run is long (batch norm's statistics
+// over N, H and W) are row kernels that read the input through a transpose (canonicalize.h,
+// reduce_placement.h): runs of H x W that are whole vectors, runs that are not (33 x 33, and
+// 6 x 6 against f16's 8-wide vectors), a row split over blocks (3 channels of 32 x 224 x 224),
+// and every candidate. The plan of each is a row kernel for the statistics and, for batch
+// norm, one pointwise kernel.
+TEST_F(RegionGpuTest, RowsReadThroughATranspose) {
+  const char* kBatchNorm = R"(graph g(x: %s[%d,%d,%d,%d], w: %s[%d], b: %s[%d]) {
+      wc: %s[%d,1,1] = reshape(w) {shape = [%d, 1, 1]}
+      bc: %s[%d,1,1] = reshape(b) {shape = [%d, 1, 1]}
+      m: %s[1,%d,1,1] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = true}
+      d: %s[%d,%d,%d,%d] = sub(x, m)
+      q: %s[%d,%d,%d,%d] = mul(d, d)
+      v: %s[1,%d,1,1] = reduce_mean(q) {axes = [0, 2, 3], keep_dims = true}
+      eps: %s[] = constant() {data = [1e-05]}
+      e: %s[1,%d,1,1] = add(v, eps)
+      r: %s[1,%d,1,1] = rsqrt(e)
+      n: %s[%d,%d,%d,%d] = mul(d, r)
+      s: %s[%d,%d,%d,%d] = mul(n, wc)
+      y: %s[%d,%d,%d,%d] = add(s, bc)
+      return y, m, v
+    })";
+  std::vector<std::pair<std::string, std::string>> graphs;
+  for (auto [t, n, c, h, w] : std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>>{
+           {"f16", 16, 64, 56, 56}, {"f32", 3, 5, 33, 33}, {"f16", 2, 7, 6, 6}, {"bf16", 32, 3, 224, 224}}) {
+    const char* d = t.c_str();
+    graphs.push_back({absl::StrFormat("batchnorm_%s_%dx%dx%dx%d", t, n, c, h, w),
+                      absl::StrFormat(kBatchNorm, d, n, c, h, w, d, c, d, c, d, c, c, d, c, c, d, c, d, n, c, h, w, d,
+                                      n, c, h, w, d, c, d, d, c, d, c, d, n, c, h, w, d, n, c, h, w, d, n, c, h, w)});
+  }
+  graphs.push_back({"max_over_0_2_bf16", R"(graph g(x: bf16[9,40,1000]) {
+      s: bf16[40] = reduce_max(x) {axes = [0, 2], keep_dims = false}
+      return s
+    })"});
+  graphs.push_back({"nhw_mean_nchw_f32", R"(graph g(x: f32[4,32,17,64]) {
+      s: f32[32] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = false}
+      return s
+    })"});
+  for (const auto& [name, text] : graphs) {
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.status();
+    int rows = 0, kernels = 0;
+    for (const Region& region : analysis->plan.regions) {
+      if (!HasKernel(region.kind)) continue;
+      ++kernels;
+      rows += region.kind == RegionKind::kRowReduction;
+      for (const KernelParams& params : CandidateParams(region, H100Spec())) {
+        CheckOptions options;
+        options.params = params;
+        testing_gpu::CheckRegion(absl::StrFormat("%s/r%d %s", name, region.id, params.ToString()), *analysis->graph,
+                                 region, options);
+      }
+    }
+    EXPECT_EQ(rows, 1) << name;
+    EXPECT_EQ(kernels, name.rfind("batchnorm", 0) == 0 ? 2 : 1) << name;
   }
 }
 

@@ -59,19 +59,43 @@ TEST(CanonicalizeTest, UnitAxesLeaveAReduction) {
 
 // A reduction over two runs of axes (N and HW of NCHW) becomes two, innermost first; a bf16
 // input is widened first and the result narrowed last, so the partial means stay f32.
+// A short innermost run (5 x 5) would leave a row kernel's warps reading scattered runs: two
+// reductions, the partial results in f32.
 TEST(CanonicalizeTest, ReductionOverTwoRunsKeepsItsPartialsInF32) {
-  const std::string out = Canon(R"(graph g(x: bf16[4,8,6,6]) {
+  const std::string out = Canon(R"(graph g(x: bf16[4,8,5,5]) {
     m: bf16[8] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = false}
     return m
   })");
   EXPECT_TRUE(FileCheck(out, R"(
-    CHECK: f32[4,8,6,6] = cast(x) {dtype = "f32"}
+    CHECK: f32[4,8,5,5] = cast(x) {dtype = "f32"}
     CHECK: f32[4,8,1,1] = reduce_mean
     CHECK: {axes = [2, 3], keep_dims = true}
     CHECK: f32[1,8,1,1] = reduce_mean
     CHECK: {axes = [0], keep_dims = true}
     CHECK: bf16[1,8,1,1] = cast
     CHECK: bf16[8] = reshape
+  )")) << out;
+}
+
+// Batch norm's statistics over N, H and W of [N, C, H, W]: one reduction over the trailing axes
+// of x transposed to [C, N, H, W] (a row per channel, read in runs of H x W), and the transpose
+// moves through the subtraction of the mean to x, so that one row kernel computes both.
+TEST(CanonicalizeTest, ReductionOverTwoRunsWithALongInnermostRunReadsThroughATranspose) {
+  const std::string out = Canon(R"(graph g(x: bf16[4,8,6,6]) {
+    m: bf16[1,8,1,1] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = true}
+    d: bf16[4,8,6,6] = sub(x, m)
+    q: bf16[4,8,6,6] = mul(d, d)
+    v: bf16[8] = reduce_mean(q) {axes = [0, 2, 3], keep_dims = false}
+    return m, v
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: m.transpose: bf16[8,4,6,6] = transpose(x) {perm = [1, 0, 2, 3]}
+    CHECK: m.reduce_mean: bf16[8,1,1,1] = reduce_mean(m.transpose) {axes = [1, 2, 3], keep_dims = true}
+    CHECK: m: bf16[1,8,1,1] = reshape(m.reduce_mean)
+    CHECK: v.transpose: bf16[8,4,6,6] = transpose(x) {perm = [1, 0, 2, 3]}
+    CHECK: v.sub: bf16[8,4,6,6] = sub(v.transpose, m.reduce_mean)
+    CHECK: reduce_mean(v.mul) {axes = [1, 2, 3], keep_dims = true}
+    CHECK: v: bf16[8] = reshape
   )")) << out;
 }
 

@@ -285,6 +285,33 @@ TEST(LegalityTest, TransposeInsideARowKernelIsRefused) {
   })", "reduce-layout", "reorder the row");
 }
 
+// A transpose of a tensor in memory whose rows come in long contiguous runs is read through:
+// batch norm's statistics as canonicalize writes them (x transposed to [C, N, H, W], the mean
+// and the variance over the trailing axes) are one row kernel that reads x in runs of H x W,
+// and the normalisation one pointwise kernel.
+TEST(LegalityTest, ARowKernelReadsATensorInMemoryThroughATranspose) {
+  Plan p = PlanText(R"(graph g(x: f16[8,64,28,28]) {
+    t: f16[64,8,28,28] = transpose(x) {perm = [1, 0, 2, 3]}
+    m: f16[64,1,1,1] = reduce_mean(t) {axes = [1, 2, 3], keep_dims = true}
+    d: f16[64,8,28,28] = sub(t, m)
+    q: f16[64,8,28,28] = mul(d, d)
+    v: f16[64,1,1,1] = reduce_mean(q) {axes = [1, 2, 3], keep_dims = true}
+    m4: f16[1,64,1,1] = reshape(m) {shape = [1, 64, 1, 1]}
+    v4: f16[1,64,1,1] = reshape(v) {shape = [1, 64, 1, 1]}
+    c: f16[8,64,28,28] = sub(x, m4)
+    y: f16[8,64,28,28] = mul(c, v4)
+    return y
+  })");
+  ASSERT_EQ(p.plan.num_kernels(), 2);
+  const Region& row = p.plan.regions[0];
+  ASSERT_EQ(row.kind, RegionKind::kRowReduction);
+  ASSERT_TRUE(row.reduce);
+  EXPECT_EQ(row.reduce->space.ToString(), "[64 x 6272]");
+  const Node* x = p.graph->FindNode("x");
+  EXPECT_EQ(row.reduce->Of(x).through, p.graph->FindNode("t"));
+  EXPECT_EQ(p.plan.regions[1].kind, RegionKind::kPointwise);
+}
+
 // A reduction region has one space: a second reduction over other axes is another kernel.
 TEST(LegalityTest, ReductionsOverOtherAxesOfAColumnAreRefused) {
   ExpectRefused(R"(graph g(x: f32[64,32,16]) {
