@@ -243,8 +243,43 @@ def values():
          {"x": rand(rng, 3, 2, 4)})
 
 
+def norms():
+    """Channel normalisations: value cases and their error models."""
+    rng = np.random.default_rng(23)
+    # BatchNormalization in training mode (batch statistics over N, H, W: rows of 3 x 64 read
+    # through a transpose), then GroupNormalization, InstanceNormalization, and a
+    # MeanVarianceNormalization of x over its default axes, at opset 21.
+    N, C, H, W = 3, 6, 8, 8
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["bn", "rm", "rv"],
+                              epsilon=1e-3, momentum=0.8, training_mode=1),
+             helper.make_node("GroupNormalization", ["bn", "gs", "gb"], ["gn"], num_groups=3, epsilon=1e-4),
+             helper.make_node("InstanceNormalization", ["gn", "is", "ib"], ["y"]),
+             helper.make_node("MeanVarianceNormalization", ["x"], ["mvn"])]
+    inits = [numpy_helper.from_array(rand(rng, C), n) for n in ("s", "b", "m", "gs", "gb", "is", "ib")]
+    inits.append(numpy_helper.from_array(rng.uniform(0.5, 2, size=C).astype(np.float32), "v"))
+    case("channel_norms",
+         model(nodes, [vi("x", F, [N, C, H, W])],
+               [vi("y", F, [N, C, H, W]), vi("rm", F, [C]), vi("rv", F, [C]), vi("mvn", F, [N, C, H, W])],
+               inits=inits, opset=21), {"x": rand(rng, N, C, H, W) * 3 + 1})
+    # BatchNormalization in inference, rank 3.
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-5)]
+    inits = [numpy_helper.from_array(rand(rng, 4), n) for n in ("s", "b", "m")]
+    inits.append(numpy_helper.from_array(rng.uniform(0.5, 2, size=4).astype(np.float32), "v"))
+    case("batchnorm_inference", model(nodes, [vi("x", F, [2, 4, 7])], [vi("y", F, [2, 4, 7])], inits=inits,
+                                      opset=15), {"x": rand(rng, 2, 4, 7)})
+    d = os.path.join(ROOT, "errors")
+    x, y = vi("x", F, [2, 6, 5]), vi("y", F, [2, 6, 5])
+    gn = helper.make_node("GroupNormalization", ["x", "p", "p"], ["y"], num_groups=4, name="gn0")
+    save(model([gn], [x], [y], inits=[numpy_helper.from_array(rand(rng, 6), "p")], opset=21),
+         os.path.join(d, "group_norm_groups.onnx"))
+    bn = helper.make_node("BatchNormalization", ["x", "p", "p", "p", "p"], ["y", "rm", "rv"], name="bn0")
+    save(model([bn], [x], [y, vi("rm", F, [6]), vi("rv", F, [6])], inits=[numpy_helper.from_array(rand(rng, 6), "p")],
+               opset=15), os.path.join(d, "batchnorm_inference_running.onnx"))
+
+
 if __name__ == "__main__":
     errors()
     external()
     values()
+    norms()
     print("wrote", ROOT)

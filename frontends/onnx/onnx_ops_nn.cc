@@ -1,6 +1,8 @@
 // ONNX converters, part 3: the neural-network ops kiln has composites for. Softmax and
 // LogSoftmax (opset 13 semantics: one axis), Gelu (20; approximate none|tanh), LayerNormalization
 // (17; optional Mean/InvStdDev outputs computed with reduce_mean), RMSNormalization (23),
+// BatchNormalization (15; inference and training_mode), InstanceNormalization (22),
+// GroupNormalization (21; and 18's per-group scale), MeanVarianceNormalization (13),
 // Dropout (13/22: identity in inference, kiln's Philox dropout in training; its mask output is
 // regenerated from the same seed), SoftmaxCrossEntropyLoss (13; cross_entropy, or log_softmax
 // + a one-hot NLL when class weights are given), NegativeLogLikelihoodLoss (13) and Attention
@@ -8,6 +10,7 @@
 // kiln always stages normalisations in at least f32, which is what stash_type = 1 asks for.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/onnx_context.h"
@@ -110,6 +113,156 @@ absl::Status RMSNormalization(NodeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(axis, NormAxis(ctx, axis, Rank(x)));
   KILN_ASSIGN_OR_RETURN(float eps, ctx.AttrFloat("epsilon", 1e-5f));
   KILN_ASSIGN_OR_RETURN(Node * y, Normalize(ctx, OpKind::kRmsNorm, x, scale, nullptr, axis, eps));
+  return ctx.SetOutput(0, y);
+}
+
+// Parameter `p` of one value per channel ([C]) as [C, 1, ..., 1] against X of rank `rank`
+// (channels on axis 1), in `dtype`.
+absl::StatusOr<Node*> PerChannel(NodeContext& ctx, Node* p, int64_t rank, int64_t channels, DType dtype,
+                                 const char* what) {
+  if (p->num_elements() != channels) {
+    return ctx.Error(absl::StrCat(what, " has shape ", ShapeToString(p->shape()), ", not one value for each of the ",
+                                  channels, " channels of X"));
+  }
+  Shape s(static_cast<size_t>(rank - 1), 1);
+  s[0] = channels;
+  KILN_ASSIGN_OR_RETURN(p, ctx.Reshape(p, s));
+  return ctx.Cast(p, dtype);
+}
+
+absl::StatusOr<Node*> ChannelsInput(NodeContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(Node * x, ctx.Input(0));
+  if (Rank(x) < 3) {
+    return ctx.Error(absl::StrCat("X must be [N, C, D1, ...] (rank 3 or more), got ", ShapeToString(x->shape())));
+  }
+  return x;
+}
+
+// BatchNormalization (15): y = (x - mean) / sqrt(var + epsilon) * scale + B per channel (axis
+// 1). Inference uses the given running statistics; training_mode = 1 the batch's own (over every
+// axis but 1: one row kernel, canonicalize.h) and also outputs the updated running statistics,
+// running * momentum + batch * (1 - momentum). Arithmetic in f32, y in X's type.
+absl::Status BatchNormalization(NodeContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.CheckAttrs({"epsilon", "momentum", "training_mode"}));
+  KILN_ASSIGN_OR_RETURN(Node * x, ctx.Input(0));
+  if (Rank(x) < 2) return ctx.Error(absl::StrCat("X must be [N, C, ...], got ", ShapeToString(x->shape())));
+  const int64_t rank = Rank(x), channels = x->shape()[1];
+  KILN_ASSIGN_OR_RETURN(float eps, ctx.AttrFloat("epsilon", 1e-5f));
+  KILN_ASSIGN_OR_RETURN(float momentum, ctx.AttrFloat("momentum", 0.9f));
+  KILN_ASSIGN_OR_RETURN(int64_t training, ctx.AttrInt("training_mode", 0));
+  std::vector<Node*> p(5, nullptr);
+  const char* names[] = {"", "scale", "B", "input_mean", "input_var"};
+  for (int i = 1; i < 5; ++i) {
+    KILN_ASSIGN_OR_RETURN(Node * in, ctx.Input(i));
+    KILN_ASSIGN_OR_RETURN(p[i], PerChannel(ctx, in, rank, channels, DType::kF32, names[i]));
+  }
+  KILN_ASSIGN_OR_RETURN(Node * xf, ctx.Cast(x, DType::kF32));
+  Node *mean = p[3], *var = p[4], *d = nullptr;
+  if (training != 0) {
+    std::vector<int64_t> axes{0};
+    for (int64_t a = 2; a < rank; ++a) axes.push_back(a);
+    const Attributes reduce{{"axes", axes}, {"keep_dims", true}};
+    KILN_ASSIGN_OR_RETURN(mean, ctx.Op(OpKind::kReduceMean, {xf}, reduce));
+    KILN_ASSIGN_OR_RETURN(d, ctx.Op(OpKind::kSub, {xf, mean}));
+    KILN_ASSIGN_OR_RETURN(Node * d2, ctx.Op(OpKind::kMul, {d, d}));
+    KILN_ASSIGN_OR_RETURN(var, ctx.Op(OpKind::kReduceMean, {d2}, reduce));
+    KILN_ASSIGN_OR_RETURN(mean, ctx.Reshape(mean, p[3]->shape()));
+    KILN_ASSIGN_OR_RETURN(var, ctx.Reshape(var, p[4]->shape()));
+  } else {
+    KILN_RETURN_IF_ERROR(ctx.RejectOutputsFrom(1, "running statistics, which only training_mode = 1 updates"));
+    KILN_ASSIGN_OR_RETURN(d, ctx.Op(OpKind::kSub, {xf, mean}));
+  }
+  KILN_ASSIGN_OR_RETURN(Node * e, ctx.Scalar(eps, DType::kF32));
+  KILN_ASSIGN_OR_RETURN(Node * ve, ctx.Op(OpKind::kAdd, {var, e}));
+  KILN_ASSIGN_OR_RETURN(Node * inv, ctx.Op(OpKind::kRsqrt, {ve}));
+  KILN_ASSIGN_OR_RETURN(Node * y, ctx.Op(OpKind::kMul, {d, inv}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kMul, {y, p[1]}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kAdd, {y, p[2]}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Cast(y, x->dtype()));
+  KILN_RETURN_IF_ERROR(ctx.SetOutput(0, y));
+  if (training == 0) return absl::OkStatus();
+  KILN_RETURN_IF_ERROR(ctx.RejectOutputsFrom(3, "outputs beyond running_mean and running_var"));
+  KILN_ASSIGN_OR_RETURN(Node * keep, ctx.Scalar(momentum, DType::kF32));
+  KILN_ASSIGN_OR_RETURN(Node * take, ctx.Scalar(1.0 - static_cast<double>(momentum), DType::kF32));
+  for (int o = 1; o <= 2; ++o) {
+    if (!ctx.wants_output(o)) continue;
+    KILN_ASSIGN_OR_RETURN(Node * running, ctx.Input(o + 2));
+    KILN_ASSIGN_OR_RETURN(Node * old, ctx.Op(OpKind::kMul, {p[o + 2], keep}));
+    KILN_ASSIGN_OR_RETURN(Node * now, ctx.Op(OpKind::kMul, {o == 1 ? mean : var, take}));
+    KILN_ASSIGN_OR_RETURN(Node * updated, ctx.Op(OpKind::kAdd, {old, now}));
+    KILN_ASSIGN_OR_RETURN(updated, ctx.Reshape(updated, running->shape()));
+    KILN_ASSIGN_OR_RETURN(updated, ctx.Cast(updated, running->dtype()));
+    KILN_RETURN_IF_ERROR(ctx.SetOutput(o, updated));
+  }
+  return absl::OkStatus();
+}
+
+// y = norm(x over axes [2, rank) of `view`) reshaped to X, then * scale + B per channel:
+// InstanceNormalization (6/22; `view` is X) and GroupNormalization (21; `view` is X as
+// [N, groups, C / groups * D1 * ...]). A scale and B of one value per group (GroupNormalization
+// 18) apply on the grouped view.
+absl::Status ChannelNorm(NodeContext& ctx, Node* x, const Shape& view, float eps) {
+  const int64_t rank = Rank(x), channels = x->shape()[1], groups = view[1];
+  KILN_ASSIGN_OR_RETURN(Node * scale, ctx.Input(1));
+  KILN_ASSIGN_OR_RETURN(Node * bias, ctx.Input(2));
+  KILN_ASSIGN_OR_RETURN(Node * v, ctx.Reshape(x, view));
+  KILN_ASSIGN_OR_RETURN(Node * y, ctx.Op(OpKind::kLayerNorm, {v}, {{"axis", int64_t{2}}, {"eps", double{eps}}}));
+  const bool per_group = groups != channels && scale->num_elements() == groups && bias->num_elements() == groups;
+  if (per_group) {
+    KILN_ASSIGN_OR_RETURN(scale, PerChannel(ctx, scale, 3, groups, x->dtype(), "scale"));
+    KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, 3, groups, x->dtype(), "B"));
+  } else {
+    KILN_ASSIGN_OR_RETURN(y, ctx.Reshape(y, x->shape()));
+    KILN_ASSIGN_OR_RETURN(scale, PerChannel(ctx, scale, rank, channels, x->dtype(), "scale"));
+    KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, rank, channels, x->dtype(), "B"));
+  }
+  KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kMul, {y, scale}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kAdd, {y, bias}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Reshape(y, x->shape()));
+  return ctx.SetOutput(0, y);
+}
+
+absl::Status InstanceNormalization(NodeContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.CheckAttrs({"epsilon"}));
+  KILN_ASSIGN_OR_RETURN(Node * x, ChannelsInput(ctx));
+  KILN_ASSIGN_OR_RETURN(float eps, ctx.AttrFloat("epsilon", 1e-5f));
+  return ChannelNorm(ctx, x, x->shape(), eps);
+}
+
+absl::Status GroupNormalization(NodeContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.CheckAttrs({"epsilon", "num_groups", "stash_type"}));
+  KILN_ASSIGN_OR_RETURN(Node * x, ChannelsInput(ctx));
+  KILN_ASSIGN_OR_RETURN(float eps, ctx.AttrFloat("epsilon", 1e-5f));
+  KILN_ASSIGN_OR_RETURN(int64_t groups, ctx.AttrInt("num_groups", 0));
+  const int64_t channels = x->shape()[1];
+  if (groups <= 0 || channels % groups != 0) {
+    return ctx.Error(absl::StrCat("num_groups ", groups, " does not divide the ", channels, " channels of X"));
+  }
+  return ChannelNorm(ctx, x, Shape{x->shape()[0], groups, x->num_elements() / x->shape()[0] / groups}, eps);
+}
+
+// MeanVarianceNormalization (13): y = (x - mean) / (sqrt(var) + 1e-9) over `axes` (default
+// [0, 2, 3]), as ONNX's function body defines it; the variance as the mean of squared
+// deviations (E[x^2] - E[x]^2 in the body is the same value, less stable). f32 arithmetic.
+absl::Status MeanVarianceNormalization(NodeContext& ctx) {
+  KILN_RETURN_IF_ERROR(ctx.CheckAttrs({"axes"}));
+  KILN_ASSIGN_OR_RETURN(Node * x, ctx.Input(0));
+  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given, ctx.AttrInts("axes"));
+  std::vector<int64_t> axes = given.value_or(std::vector<int64_t>{0, 2, 3});
+  for (int64_t& a : axes) {
+    KILN_ASSIGN_OR_RETURN(a, NormAxis(ctx, a, Rank(x)));
+  }
+  const Attributes reduce{{"axes", axes}, {"keep_dims", true}};
+  KILN_ASSIGN_OR_RETURN(Node * xf, ctx.Cast(x, DType::kF32));
+  KILN_ASSIGN_OR_RETURN(Node * mean, ctx.Op(OpKind::kReduceMean, {xf}, reduce));
+  KILN_ASSIGN_OR_RETURN(Node * d, ctx.Op(OpKind::kSub, {xf, mean}));
+  KILN_ASSIGN_OR_RETURN(Node * d2, ctx.Op(OpKind::kMul, {d, d}));
+  KILN_ASSIGN_OR_RETURN(Node * var, ctx.Op(OpKind::kReduceMean, {d2}, reduce));
+  KILN_ASSIGN_OR_RETURN(Node * sd, ctx.Op(OpKind::kSqrt, {var}));
+  KILN_ASSIGN_OR_RETURN(Node * e, ctx.Scalar(1e-9, DType::kF32));
+  KILN_ASSIGN_OR_RETURN(sd, ctx.Op(OpKind::kAdd, {sd, e}));
+  KILN_ASSIGN_OR_RETURN(Node * y, ctx.Op(OpKind::kDiv, {d, sd}));
+  KILN_ASSIGN_OR_RETURN(y, ctx.Cast(y, x->dtype()));
   return ctx.SetOutput(0, y);
 }
 
@@ -368,6 +521,10 @@ void RegisterNnOps(ConverterTable& t) {
   t["Gelu"] = Gelu;
   t["LayerNormalization"] = LayerNormalization;
   t["RMSNormalization"] = RMSNormalization;
+  t["BatchNormalization"] = BatchNormalization;
+  t["InstanceNormalization"] = InstanceNormalization;
+  t["GroupNormalization"] = GroupNormalization;
+  t["MeanVarianceNormalization"] = MeanVarianceNormalization;
   t["Dropout"] = Dropout;
   t["SoftmaxCrossEntropyLoss"] = SoftmaxCrossEntropyLoss;
   t["NegativeLogLikelihoodLoss"] = NegativeLogLikelihoodLoss;

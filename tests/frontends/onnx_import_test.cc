@@ -81,7 +81,7 @@ TEST_P(OnnxValueTest, MatchesTheOnnxReferenceEvaluator) {
 INSTANTIATE_TEST_SUITE_P(Models, OnnxValueTest,
                          ::testing::Values("gemm", "typed_initializers", "odd_names", "shape_plumbing",
                                            "attention_block_opset23", "cross_entropy_head",
-                                           "reduce_min_axes_attribute"));
+                                           "reduce_min_axes_attribute", "channel_norms", "batchnorm_inference"));
 
 TEST(OnnxImportTest, OnnxNamesBecomeValidKilnNames) {
   auto graph = ImportOnnxFile((kData / "values/odd_names/model.onnx").string());
@@ -284,6 +284,16 @@ TEST(OnnxImportTest, TrainingDropoutRatioMustBeConstant) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   EXPECT_THAT(s.message(), HasSubstr("input 1 \"ratio\" must be a constant"));
   EXPECT_THAT(s.message(), HasSubstr("compile-time attribute"));
+}
+
+TEST(OnnxImportTest, ChannelNormErrorsNameTheRule) {
+  absl::Status s = ImportStatus(kData / "errors/group_norm_groups.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("\"gn0\""));
+  EXPECT_THAT(s.message(), HasSubstr("num_groups 4 does not divide the 6 channels"));
+  s = ImportStatus(kData / "errors/batchnorm_inference_running.onnx");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("only training_mode = 1 updates"));
 }
 
 TEST(OnnxImportTest, UnsupportedAttributeValuesNameTheAttribute) {
