@@ -154,6 +154,34 @@ def channel_norm(name, dtype, shape, axes, eps):
     return g.returning(g.op("y", "add", nw, g.op("b_c", "reshape", b, shape=channels)))
 
 
+def group_norm(name, dtype, shape, groups, eps):
+    """GroupNormalization as kiln's ONNX importer writes it: x viewed as [N, G, C / G, H * W],
+    layer_norm over the last two axes, a per-channel weight and bias viewed as [G, C / G, 1],
+    then viewed back."""
+    g = GraphDoc(name)
+    x = g.input("x", dtype, shape)
+    n, c = shape[0], shape[1]
+    w, b = g.input("w", dtype, [c]), g.input("b", dtype, [c])
+    rest = 1
+    for d in shape[2:]:
+        rest *= d
+    param = [groups, c // groups, 1]
+    v = g.op("v", "reshape", x, shape=[n, groups, c // groups, rest])
+    y = g.op("yw", "mul", g.op("ln", "layer_norm", v, axis=2, eps=eps), g.op("w_g", "reshape", w, shape=param))
+    y = g.op("yb", "add", y, g.op("b_g", "reshape", b, shape=param))
+    return g.returning(g.op("y", "reshape", y, shape=list(shape)))
+
+
+def group_norm_op(groups, eps):
+    def make(g, consts):
+        import torch.nn.functional as F
+
+        def group_norm(x, w, b):
+            return (F.group_norm(x, groups, w, b, eps=eps),)
+        return group_norm
+    return make
+
+
 def cross_entropy(name, dtype, rows, classes):
     g = GraphDoc(name)
     logits, targets = g.input("logits", dtype, [rows, classes]), g.input("targets", "i64", [rows])
@@ -271,6 +299,10 @@ def zoo():
           "ConvNeXt-T's channels-first LayerNorm (axis 1 of NCHW)"),
         W("norm", channel_norm("batch_norm_train_f16", "f16", [16, 64, 112, 112], [0, 2, 3], 1e-5),
           "training-mode batch norm after ResNet's stem", torch_op=batch_norm_op),
+        W("norm", group_norm("group_norm_sd_f16", "f16", [2, 320, 64, 64], 32, 1e-5),
+          "GroupNorm(32, 320) in Stable Diffusion's UNet", torch_op=group_norm_op(32, 1e-5)),
+        W("norm", channel_norm("batch_norm_train_rn50_bf16", "bf16", [32, 256, 56, 56], [0, 2, 3], 1e-5),
+          "training-mode batch norm in ResNet-50's first stage", torch_op=batch_norm_op),
         # Transposes and permutes (outputs are materialized).
         W("permute", transpose_add("transpose_add_4096_f32", "f32", 4096), "x.T + y", cliff=True),
         W("permute", permute("permute_bshd_bhsd_bf16", "bf16", [8, 2048, 32, 128], [0, 2, 1, 3]),

@@ -8,6 +8,7 @@
 // + a one-hot NLL when class weights are given), NegativeLogLikelihoodLoss (13) and Attention
 // (23; 3-D and 4-D forms, GQA by repeating KV heads, bool or additive masks, is_causal, scale).
 // kiln always stages normalisations in at least f32, which is what stash_type = 1 asks for.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -197,24 +198,27 @@ absl::Status BatchNormalization(NodeContext& ctx) {
   return absl::OkStatus();
 }
 
-// y = norm(x over axes [2, rank) of `view`) reshaped to X, then * scale + B per channel:
-// InstanceNormalization (6/22; `view` is X) and GroupNormalization (21; `view` is X as
-// [N, groups, C / groups * D1 * ...]). A scale and B of one value per group (GroupNormalization
-// 18) apply on the grouped view.
-absl::Status ChannelNorm(NodeContext& ctx, Node* x, const Shape& view, float eps) {
-  const int64_t rank = Rank(x), channels = x->shape()[1], groups = view[1];
+// y = layer_norm of X viewed as [N, G, C / G, D1 * D2 * ...] over its last two axes, times a
+// scale and plus a bias of one value per channel (viewed as [G, C / G, 1]; per group, [G, 1, 1],
+// for GroupNormalization-18's), viewed back as X: InstanceNormalization (G = C) and
+// GroupNormalization. In this view the affine step shares the normalisation's row kernel.
+absl::Status ChannelNorm(NodeContext& ctx, Node* x, int64_t groups, float eps) {
+  const int64_t channels = x->shape()[1], n = x->shape()[0];
+  const int64_t rest = x->num_elements() / std::max<int64_t>(n * channels, 1);
   KILN_ASSIGN_OR_RETURN(Node * scale, ctx.Input(1));
   KILN_ASSIGN_OR_RETURN(Node * bias, ctx.Input(2));
-  KILN_ASSIGN_OR_RETURN(Node * v, ctx.Reshape(x, view));
+  KILN_ASSIGN_OR_RETURN(Node * v, ctx.Reshape(x, Shape{n, groups, channels / groups, rest}));
   KILN_ASSIGN_OR_RETURN(Node * y, ctx.Op(OpKind::kLayerNorm, {v}, {{"axis", int64_t{2}}, {"eps", double{eps}}}));
   const bool per_group = groups != channels && scale->num_elements() == groups && bias->num_elements() == groups;
-  if (per_group) {
-    KILN_ASSIGN_OR_RETURN(scale, PerChannel(ctx, scale, 3, groups, x->dtype(), "scale"));
-    KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, 3, groups, x->dtype(), "B"));
-  } else {
-    KILN_ASSIGN_OR_RETURN(y, ctx.Reshape(y, x->shape()));
-    KILN_ASSIGN_OR_RETURN(scale, PerChannel(ctx, scale, rank, channels, x->dtype(), "scale"));
-    KILN_ASSIGN_OR_RETURN(bias, PerChannel(ctx, bias, rank, channels, x->dtype(), "B"));
+  const int64_t values = per_group ? groups : channels;
+  const Shape param = per_group ? Shape{groups, 1, 1} : Shape{groups, channels / groups, 1};
+  for (auto [p, what] : {std::pair<Node**, const char*>{&scale, "scale"}, {&bias, "B"}}) {
+    if ((*p)->num_elements() != values) {
+      return ctx.Error(absl::StrCat(what, " has shape ", ShapeToString((*p)->shape()), ", not one value for each of the ",
+                                    channels, " channels of X"));
+    }
+    KILN_ASSIGN_OR_RETURN(*p, ctx.Reshape(*p, param));
+    KILN_ASSIGN_OR_RETURN(*p, ctx.Cast(*p, x->dtype()));
   }
   KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kMul, {y, scale}));
   KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kAdd, {y, bias}));
@@ -226,7 +230,7 @@ absl::Status InstanceNormalization(NodeContext& ctx) {
   KILN_RETURN_IF_ERROR(ctx.CheckAttrs({"epsilon"}));
   KILN_ASSIGN_OR_RETURN(Node * x, ChannelsInput(ctx));
   KILN_ASSIGN_OR_RETURN(float eps, ctx.AttrFloat("epsilon", 1e-5f));
-  return ChannelNorm(ctx, x, x->shape(), eps);
+  return ChannelNorm(ctx, x, x->shape()[1], eps);
 }
 
 absl::Status GroupNormalization(NodeContext& ctx) {
@@ -238,7 +242,7 @@ absl::Status GroupNormalization(NodeContext& ctx) {
   if (groups <= 0 || channels % groups != 0) {
     return ctx.Error(absl::StrCat("num_groups ", groups, " does not divide the ", channels, " channels of X"));
   }
-  return ChannelNorm(ctx, x, Shape{x->shape()[0], groups, x->num_elements() / x->shape()[0] / groups}, eps);
+  return ChannelNorm(ctx, x, groups, eps);
 }
 
 // MeanVarianceNormalization (13): y = (x - mean) / (sqrt(var) + 1e-9) over `axes` (default
