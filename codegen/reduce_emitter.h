@@ -46,6 +46,8 @@ class ReduceEmitter {
   // The linear index of `n` (a member or an input) at the current point of the space.
   absl::StatusOr<std::string> IndexOf(const Node* n, int lane) const;
   // Whether `n`'s kV elements of the current vector are one aligned vector in memory.
+  // Rows: the lanes of a vector all read one element of `n` (a broadcast along whole vectors).
+  bool LanesShare(const Node* n) const;
   bool VectorLoadable(const Node* n) const;
   bool PerRow(const Node* n) const;  // constant along the reduced axis: a field of Row (Cell)
   // "row.v3" (rows) or "cell.v3[lane]" (columns: a per-column value differs per lane).

@@ -162,10 +162,30 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Value(const Node* n, int lane) {
   return TypedExpr{var, e.type};
 }
 
+bool ReduceEmitter::LanesShare(const Node* n) const {
+  const Placement& place = pl_.Of(n);
+  if (column_ || !aligned_ || place.through != nullptr || place.like != nullptr) return false;
+  // The part of the reduced group `n` has, right-aligned against the group: the trailing group
+  // axes where it has extent 1 are a run of elements that all read one value of `n`.
+  Shape part = place.Part(n, 1);
+  const Shape group = pl_.space.Group(1);
+  while (!part.empty() && part.front() == 1) part.erase(part.begin());
+  if (NumElements(part) == NumElements(group) || part.size() > group.size()) return false;
+  int64_t run = 1;
+  for (size_t d = group.size(); d-- > 0;) {
+    const size_t pd = d + part.size() - group.size();
+    if (d + part.size() < group.size() || part[pd] != 1) break;
+    run *= group[d];
+  }
+  return run % V_ == 0;
+}
+
 absl::StatusOr<TypedExpr> ReduceEmitter::Load(const Node* n, int lane) {
   const std::string& arg = in_names_.at(n);
   const CType type = ComputeType(n->dtype());
   const bool along_vector = column_ ? pl_.Of(n).inner() : pl_.Of(n).reduced();
+  // A tensor broadcast along runs of whole vectors has one value per vector: lane 0's.
+  if (where_ == Where::kVector && along_vector && lane > 0 && LanesShare(n)) return Value(n, 0);
   if (where_ == Where::kElement && along_vector) {  // a head or tail element: Load1 put it in x
     if (auto it = vec_fields_.find(n); it != vec_fields_.end()) return TypedExpr{absl::StrCat("x.", it->second, "[0]"), type};
   }

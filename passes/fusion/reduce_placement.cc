@@ -95,6 +95,7 @@ class Placer {
   const bool pair_means_;
   std::set<const Node*> members_;
   std::map<const Node*, Cut> cut_;
+  std::map<const Node*, const Node*> like_;  // reshapes placed (and stored) as their operand
   const Node* source_ = nullptr;  // the reduction that defines the space
 };
 
@@ -161,6 +162,15 @@ std::optional<Cut> Placer::Forward(const Node* n, absl::Status* error) {
     const int c0 = CutWithPrefix(s, Product(xs, 0, it->second.first));
     const int c1 = CutWithPrefix(s, Product(xs, 0, it->second.second));
     if (c0 < 0 || c1 < 0) {
+      // A reshape that only leaves the kernel (no member reads it) of a tensor covering the
+      // whole space keeps every element's linear index: it is stored as its operand would be
+      // (group norm's [N, G, C/G, HW] result viewed back as [N, C, H, W]).
+      const Node* x = n->operand(0);
+      const bool read_inside = std::any_of(n->users().begin(), n->users().end(), [&](const Node* u) { return Member(u); });
+      if (!read_inside && !like_.count(x) && x->num_elements() == out_.space.outer * out_.space.reduced * out_.space.inner) {
+        like_[n] = x;
+        return it->second;
+      }
       *error = Unplaceable(absl::StrCat("reshape ", n->name(), " of ", ShapeToString(xs), " to ", ShapeToString(s),
                                         " mixes axes of different groups of the space ", out_.space.ToString()));
       return std::nullopt;
@@ -284,9 +294,10 @@ absl::Status Placer::Validate() {
       p.cut[0] = it->second.first;
       p.cut[1] = it->second.second;
     }
+    if (auto l = like_.find(n); l != like_.end()) p.like = l->second;
     const Shape& s = n->shape();
     for (int g = 0; g < 3; ++g) {
-      const Shape part = p.Part(s, g);
+      const Shape part = p.Part(n, g);
       if (!FitsGroup(part, out_.space.Group(g))) {
         return Unplaceable(absl::StrCat(n->name(), " ", ShapeToString(s), " does not line up with the space ",
                                         out_.space.ToString(), ": its part ", ShapeToString(part),
@@ -323,7 +334,7 @@ absl::Status Placer::Validate() {
   for (const Node* o : r_.outputs) {
     const Placement& p = out_.place.at(o);
     for (int g = 0; g < 3; ++g) {
-      const int64_t e = NumElements(p.Part(o->shape(), g));
+      const int64_t e = NumElements(p.Part(o, g));
       if (e != 1 && e != out_.space.Extent(g)) {
         return Unplaceable(absl::StrCat("output ", o->name(), " ", ShapeToString(o->shape()),
                                         " is a partial broadcast of the space ", out_.space.ToString(),
@@ -504,7 +515,9 @@ std::string ReduceSpace::ToString() const {
   return absl::StrCat("[", outer, " x ", reduced, inner == 1 ? "" : absl::StrCat(" x ", inner), "]");
 }
 
-Shape Placement::Part(const Node* n, int g) const { return Part(through ? through->shape() : n->shape(), g); }
+Shape Placement::Part(const Node* n, int g) const {
+  return Part(through ? through->shape() : like ? like->shape() : n->shape(), g);
+}
 
 Shape Placement::Part(const Shape& shape, int g) const {
   const int rank = static_cast<int>(shape.size());

@@ -58,6 +58,10 @@ struct Placement {
   // A tensor in memory that the kernel reads only through this member transpose (its place is
   // the transpose's): element p of the space is its element at the transposed index.
   const Node* through = nullptr;
+  // A reshape that only leaves the kernel, of a tensor over the whole space whose axes it
+  // regroups across the space's groups: placed, indexed and stored as that tensor (`like`), since
+  // a row-major reshape keeps each element's linear index.
+  const Node* like = nullptr;
   bool combined = false;   // depends on a combine
 
   bool outer() const { return varies[0]; }
@@ -65,7 +69,8 @@ struct Placement {
   bool inner() const { return varies[2]; }
   // Its part of group g within `shape` (its own shape).
   Shape Part(const Shape& shape, int g) const;
-  // The part of group g of tensor `n` placed here (the transpose's shape when read through one).
+  // The part of group g of tensor `n` placed here (the transpose's shape when read through one,
+  // `like`'s for a reshape placed as its operand).
   Shape Part(const Node* n, int g) const;
   // "row-shaped", "per-row", "along the row", "scalar" (row spaces), with "x inner" for columns.
   std::string FormName() const;

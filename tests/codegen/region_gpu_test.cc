@@ -155,7 +155,7 @@ TEST_F(RegionGpuTest, SplitRows) {
 // reduce_placement.h): runs of H x W that are whole vectors, runs that are not (33 x 33, and
 // 6 x 6 against f16's 8-wide vectors), a row split over blocks (3 channels of 32 x 224 x 224),
 // and every candidate. The plan of each is a row kernel for the statistics and, for batch
-// norm, one pointwise kernel.
+// norm, one pointwise kernel. Also group norms whose result is viewed back across the groups.
 TEST_F(RegionGpuTest, RowsReadThroughATranspose) {
   const char* kBatchNorm = R"(graph g(x: %s[%d,%d,%d,%d], w: %s[%d], b: %s[%d]) {
       wc: %s[%d,1,1] = reshape(w) {shape = [%d, 1, 1]}
@@ -188,6 +188,29 @@ TEST_F(RegionGpuTest, RowsReadThroughATranspose) {
       s: f32[32] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = false}
       return s
     })"});
+  // Group norm as the ONNX importer writes it: x viewed as [N, G, C/G, HW], layer_norm over
+  // the last two axes, a per-channel weight and bias viewed as [G, C/G, 1] (one value per run of
+  // HW: shared by a vector's lanes where HW holds whole vectors), the result viewed back as
+  // [N, C, H, W] (stored at its linear index). One row kernel each.
+  const char* kGroupNorm = R"(graph g(x: %s[%d,%d,%d,%d], w: %s[%d], b: %s[%d]) {
+      v: %s[%d,%d,%d,%d] = reshape(x) {shape = [%d, %d, %d, %d]}
+      ln: %s[%d,%d,%d,%d] = layer_norm(v) {axis = 2, eps = 1e-05}
+      wg: %s[%d,%d,1] = reshape(w) {shape = [%d, %d, 1]}
+      bg: %s[%d,%d,1] = reshape(b) {shape = [%d, %d, 1]}
+      s: %s[%d,%d,%d,%d] = mul(ln, wg)
+      t: %s[%d,%d,%d,%d] = add(s, bg)
+      y: %s[%d,%d,%d,%d] = reshape(t) {shape = [%d, %d, %d, %d]}
+      return y
+    })";
+  for (auto [t, n, c, hw, groups] : std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>>{
+           {"f16", 2, 320, 64, 32}, {"f32", 3, 6, 5, 3}, {"bf16", 4, 64, 9, 8}}) {
+    const char* d = t.c_str();
+    const int64_t cg = c / groups, r = hw * hw;
+    graphs.push_back({absl::StrFormat("groupnorm_%s_%dx%dx%dx%d_g%d", t, n, c, hw, hw, groups),
+                      absl::StrFormat(kGroupNorm, d, n, c, hw, hw, d, c, d, c, d, n, groups, cg, r, n, groups, cg, r, d,
+                                      n, groups, cg, r, d, groups, cg, groups, cg, d, groups, cg, groups, cg, d, n,
+                                      groups, cg, r, d, n, groups, cg, r, d, n, c, hw, hw, n, c, hw, hw)});
+  }
   for (const auto& [name, text] : graphs) {
     auto analysis = Analyze(Parse(text), AnalyzeOptions{});
     ASSERT_TRUE(analysis.ok()) << name << ": " << analysis.status();

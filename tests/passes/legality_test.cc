@@ -1,5 +1,6 @@
 // Each fusion legality rule, shown by a small graph whose ledger must hold a refusal (or an
 // acceptance) under that rule.
+#include <algorithm>
 #include "passes/fusion/legality.h"
 #include "passes/fusion/matmul_epilogue.h"
 #include "passes/fusion/reduce_placement.h"
@@ -310,6 +311,38 @@ TEST(LegalityTest, ARowKernelReadsATensorInMemoryThroughATranspose) {
   const Node* x = p.graph->FindNode("x");
   EXPECT_EQ(row.reduce->Of(x).through, p.graph->FindNode("t"));
   EXPECT_EQ(p.plan.regions[1].kind, RegionKind::kPointwise);
+}
+
+// A reshape that only leaves the kernel keeps every element's linear index, so it is stored as
+// its operand: group norm's [N, G, C/G, HW] result viewed back as [N, C, H, W] (its axes cross
+// the space's [N*G | C/G*HW] groups) is still one row kernel. Read inside the kernel, such a
+// reshape would need its own cut, and is refused.
+TEST(LegalityTest, AReshapeAcrossTheGroupsIsStoredAsItsOperand) {
+  Plan p = PlanText(R"(graph g(x: f32[2,8,4,64], w: f32[4,2,1]) {
+    ln: f32[2,4,2,256] = reshape(x) {shape = [2, 4, 2, 256]}
+    m: f32[2,4,1,1] = reduce_mean(ln) {axes = [2, 3], keep_dims = true}
+    d: f32[2,4,2,256] = sub(ln, m)
+    q: f32[2,4,2,256] = mul(d, d)
+    v: f32[2,4,1,1] = reduce_mean(q) {axes = [2, 3], keep_dims = true}
+    r: f32[2,4,1,1] = rsqrt(v)
+    n: f32[2,4,2,256] = mul(d, r)
+    s: f32[2,4,2,256] = mul(n, w)
+    y: f32[2,8,16,16] = reshape(s) {shape = [2, 8, 16, 16]}
+    return y
+  })");
+  ASSERT_EQ(p.plan.num_kernels(), 1);
+  const Region& row = *std::find_if(p.plan.regions.begin(), p.plan.regions.end(),
+                                    [](const Region& r) { return r.kind == RegionKind::kRowReduction; });
+  const Node* y = p.graph->FindNode("y");
+  ASSERT_TRUE(std::find(row.outputs.begin(), row.outputs.end(), y) != row.outputs.end());
+  EXPECT_EQ(row.reduce->Of(y).like, p.graph->FindNode("s"));
+  ExpectRefused(R"(graph g(x: f32[2,4,2,256]) {
+    m: f32[2,4,1,1] = reduce_mean(x) {axes = [2, 3], keep_dims = true}
+    n: f32[2,4,2,256] = sub(x, m)
+    y: f32[2,8,16,16] = reshape(n) {shape = [2, 8, 16, 16]}
+    e: f32[2,8,16,16] = exp(y)
+    return e
+  })", "reduce-space", "mixes axes of different groups");
 }
 
 // A reduction region has one space: a second reduction over other axes is another kernel.
