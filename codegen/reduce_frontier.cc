@@ -33,7 +33,6 @@ absl::StatusOr<bool> ReduceEmitter::PlanFrontier() {
   std::set<const Node*> prologue;
   for (const Node* n : r_.nodes) {
     const Placement& place = pl_.Of(n);
-    const Shape& s = n->shape();
     if (IsReduction(n) || PerRow(n) || place.combined || NumElements(place.Part(n, 1)) != N_ ||
         NumElements(place.Part(n, 0)) != pl_.space.outer || NumElements(place.Part(n, 2)) != 1) {
       continue;

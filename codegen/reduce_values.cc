@@ -69,7 +69,6 @@ std::string ReduceEmitter::ReducedIndex(int lane) const {
 
 absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) const {
   const Placement& place = pl_.Of(n);
-  const Shape& s = n->shape();
   const Shape outer = place.Part(n, 0), reduced = place.Part(n, 1), inner = place.Part(n, 2);
   const std::string reduced_index = ReducedIndex(lane);
   if (NumElements(reduced) > 1 && reduced_index.empty()) {
@@ -90,7 +89,6 @@ absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) cons
 
 bool ReduceEmitter::VectorLoadable(const Node* n) const {
   const Placement& place = pl_.Of(n);
-  const Shape& s = n->shape();
   if (column_) return NumElements(place.Part(n, 2)) == I_;  // V divides I: aligned, contiguous
   if (NumElements(place.Part(n, 1)) != N_ || NumElements(place.Part(n, 2)) != 1) return false;
   if (place.through != nullptr) {
