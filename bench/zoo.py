@@ -162,9 +162,7 @@ def group_norm(name, dtype, shape, groups, eps):
     x = g.input("x", dtype, shape)
     n, c = shape[0], shape[1]
     w, b = g.input("w", dtype, [c]), g.input("b", dtype, [c])
-    rest = 1
-    for d in shape[2:]:
-        rest *= d
+    rest = math.prod(shape[2:])
     param = [groups, c // groups, 1]
     v = g.op("v", "reshape", x, shape=[n, groups, c // groups, rest])
     y = g.op("yw", "mul", g.op("ln", "layer_norm", v, axis=2, eps=eps), g.op("w_g", "reshape", w, shape=param))

@@ -38,10 +38,10 @@ const std::string* CodeWriter::Lookup(const std::string& key) const {
 
 void CodeWriter::Remember(const std::string& key, const std::string& value) { memo_.back()[key] = value; }
 
-std::string Coord(const std::string& idx, int64_t stride, int64_t extent, bool outermost) {
+std::string Coord(const std::string& idx, int64_t stride, int64_t extent, bool outermost, const char* suffix) {
   std::string e = idx;
-  if (stride != 1) e = absl::StrCat("(", e, " / ", stride, "LL)");
-  if (!outermost) e = absl::StrCat("(", e, " % ", extent, "LL)");
+  if (stride != 1) e = absl::StrCat("(", e, " / ", stride, suffix, ")");
+  if (!outermost) e = absl::StrCat("(", e, " % ", extent, suffix, ")");
   return e;
 }
 

@@ -39,8 +39,9 @@ class CodeWriter {
   std::map<std::string, int> counters_;
 };
 
-// "((idx / stride) % extent)" with the trivial parts left out.
-std::string Coord(const std::string& idx, int64_t stride, int64_t extent, bool outermost);
+// "((idx / stride) % extent)" with the trivial parts left out; `suffix` types the constants
+// ("u" where idx is an unsigned 32-bit index).
+std::string Coord(const std::string& idx, int64_t stride, int64_t extent, bool outermost, const char* suffix = "LL");
 // The linear index in `to` (which numpy-broadcasts to `from`) of element `idx` of `from`.
 std::string BroadcastIndex(const Shape& from, const Shape& to, const std::string& idx);
 // "a + b + c" of the non-empty, non-"0" terms ("0" if none).

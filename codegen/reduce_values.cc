@@ -25,19 +25,17 @@ std::string GroupIndex(const Shape& group, Shape part, const std::string& var) {
 }
 
 // The offset of element `var` of a row-major index over `atoms` (outermost first), each atom
-// its coordinate times its stride: a division and a modulo by constants per atom, in 32 bits
+// its coordinate (Coord: a division and a modulo by constants) times its stride; in 32 bits
 // where the index fits (a multiply-high and a shift; 64-bit ones cost several times that).
 std::string AtomsOffset(const ViewDim& atoms, const std::string& var) {
   int64_t below = 1;
   for (const ViewAtom& a : atoms) below *= a.extent;
   const bool narrow = below <= (int64_t{1} << 31) && atoms.size() > 1;
   const std::string v = narrow ? absl::StrCat("static_cast<unsigned>(", var, ")") : var;
-  const char* suffix = narrow ? "u" : "LL";
   std::vector<std::string> terms;
   for (size_t j = 0; j < atoms.size(); ++j) {
     below /= atoms[j].extent;
-    std::string c = below > 1 ? absl::StrCat("(", v, " / ", below, suffix, ")") : v;
-    if (j > 0) c = absl::StrCat("(", c, " % ", atoms[j].extent, suffix, ")");
+    std::string c = Coord(v, below, atoms[j].extent, j == 0, narrow ? "u" : "LL");
     if (narrow) c = absl::StrCat("static_cast<long long>(", c, ")");
     terms.push_back(Scale(c, atoms[j].stride));
   }

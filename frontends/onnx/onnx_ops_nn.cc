@@ -117,17 +117,14 @@ absl::Status RMSNormalization(NodeContext& ctx) {
   return ctx.SetOutput(0, y);
 }
 
-// Parameter `p` of one value per channel ([C]) as [C, 1, ..., 1] against X of rank `rank`
-// (channels on axis 1), in `dtype`.
-absl::StatusOr<Node*> PerChannel(NodeContext& ctx, Node* p, int64_t rank, int64_t channels, DType dtype,
-                                 const char* what) {
-  if (p->num_elements() != channels) {
-    return ctx.Error(absl::StrCat(what, " has shape ", ShapeToString(p->shape()), ", not one value for each of the ",
-                                  channels, " channels of X"));
+// Parameter `p` of the channels of X (NumElements(shape) values: one per channel, or per group)
+// reshaped to `shape`, where it broadcasts against X or a view of it, in `dtype`.
+absl::StatusOr<Node*> ChannelParam(NodeContext& ctx, Node* p, const Shape& shape, DType dtype, const char* what) {
+  if (p->num_elements() != NumElements(shape)) {
+    return ctx.Error(absl::StrCat(what, " has shape ", ShapeToString(p->shape()), ", not ", NumElements(shape),
+                                  " values (one for each channel of X, or group)"));
   }
-  Shape s(static_cast<size_t>(rank - 1), 1);
-  s[0] = channels;
-  KILN_ASSIGN_OR_RETURN(p, ctx.Reshape(p, s));
+  KILN_ASSIGN_OR_RETURN(p, ctx.Reshape(p, shape));
   return ctx.Cast(p, dtype);
 }
 
@@ -151,11 +148,13 @@ absl::Status BatchNormalization(NodeContext& ctx) {
   KILN_ASSIGN_OR_RETURN(float eps, ctx.AttrFloat("epsilon", 1e-5f));
   KILN_ASSIGN_OR_RETURN(float momentum, ctx.AttrFloat("momentum", 0.9f));
   KILN_ASSIGN_OR_RETURN(int64_t training, ctx.AttrInt("training_mode", 0));
+  Shape per_channel(static_cast<size_t>(rank - 1), 1);  // [C, 1, ..., 1] against X
+  per_channel[0] = channels;
   std::vector<Node*> p(5, nullptr);
   const char* names[] = {"", "scale", "B", "input_mean", "input_var"};
   for (int i = 1; i < 5; ++i) {
     KILN_ASSIGN_OR_RETURN(Node * in, ctx.Input(i));
-    KILN_ASSIGN_OR_RETURN(p[i], PerChannel(ctx, in, rank, channels, DType::kF32, names[i]));
+    KILN_ASSIGN_OR_RETURN(p[i], ChannelParam(ctx, in, per_channel, DType::kF32, names[i]));
   }
   KILN_ASSIGN_OR_RETURN(Node * xf, ctx.Cast(x, DType::kF32));
   Node *mean = p[3], *var = p[4], *d = nullptr;
@@ -210,16 +209,9 @@ absl::Status ChannelNorm(NodeContext& ctx, Node* x, int64_t groups, float eps) {
   KILN_ASSIGN_OR_RETURN(Node * v, ctx.Reshape(x, Shape{n, groups, channels / groups, rest}));
   KILN_ASSIGN_OR_RETURN(Node * y, ctx.Op(OpKind::kLayerNorm, {v}, {{"axis", int64_t{2}}, {"eps", double{eps}}}));
   const bool per_group = groups != channels && scale->num_elements() == groups && bias->num_elements() == groups;
-  const int64_t values = per_group ? groups : channels;
   const Shape param = per_group ? Shape{groups, 1, 1} : Shape{groups, channels / groups, 1};
-  for (auto [p, what] : {std::pair<Node**, const char*>{&scale, "scale"}, {&bias, "B"}}) {
-    if ((*p)->num_elements() != values) {
-      return ctx.Error(absl::StrCat(what, " has shape ", ShapeToString((*p)->shape()), ", not one value for each of the ",
-                                    channels, " channels of X"));
-    }
-    KILN_ASSIGN_OR_RETURN(*p, ctx.Reshape(*p, param));
-    KILN_ASSIGN_OR_RETURN(*p, ctx.Cast(*p, x->dtype()));
-  }
+  KILN_ASSIGN_OR_RETURN(scale, ChannelParam(ctx, scale, param, x->dtype(), "scale"));
+  KILN_ASSIGN_OR_RETURN(bias, ChannelParam(ctx, bias, param, x->dtype(), "B"));
   KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kMul, {y, scale}));
   KILN_ASSIGN_OR_RETURN(y, ctx.Op(OpKind::kAdd, {y, bias}));
   KILN_ASSIGN_OR_RETURN(y, ctx.Reshape(y, x->shape()));
