@@ -47,8 +47,7 @@ absl::Status ReduceEmitter::LoadCachedInputs() {
     auto field = vec_fields_.find(in);
     if (field == vec_fields_.end()) continue;
     KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(in, 0));
-    w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(in->dtype()), ", ", V_, ">(", in_names_.at(in), " + ", index,
-                         ", x.", field->second, ");"));
+    w_.Line(VectorLoad(in, index, absl::StrCat("x.", field->second)));
   }
   return absl::OkStatus();
 }
@@ -101,12 +100,23 @@ std::string ReduceEmitter::AccTypeOf(const Node* red) const {
 
 // An output that does not vary along a group is written once: by row (o) 0 and, in column
 // mode, by the first column of the first tile.
+// Ragged columns: a lane past the inner extent stores nothing.
 std::string ReduceEmitter::Guard(const Node* output, int lane) const {
   const Placement& p = pl_.Of(output);
   std::vector<std::string> conditions;
   if (!p.outer() && pl_.space.outer > 1) conditions.push_back(column_ ? "o == 0" : "r == 0");
   if (column_ && !p.inner() && I_ > 1) conditions.push_back(lane == 0 ? "i0 == 0" : "false");
+  if (ragged_ && p.inner() && lane > 0) conditions.push_back(absl::StrCat("i0 + ", lane, " < ", I_, "LL"));
   return absl::StrJoin(conditions, " && ");
+}
+
+std::string ReduceEmitter::VectorLoad(const Node* n, const std::string& index, const std::string& dest) const {
+  const std::string type = StorageTypeName(n->dtype());
+  if (ragged_) {
+    return absl::StrCat("kiln::LoadVecAt<", type, ", ", V_, ">(", in_names_.at(n), ", ", index, ", ",
+                        n->num_elements(), "LL, ", dest, ");");
+  }
+  return absl::StrCat("kiln::LoadVec<", type, ", ", V_, ">(", in_names_.at(n), " + ", index, ", ", dest, ");");
 }
 
 absl::Status ReduceEmitter::EmitBeginRow() {
@@ -318,15 +328,21 @@ absl::Status ReduceEmitter::EmitStore(bool vector) {
         w_.Line(absl::StrCat(y, "[", lane, "] = ", Coerce(e, t).code, ";"));
       }
       KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(o, 0));
-      w_.Line(absl::StrCat("kiln::StoreVec<", StorageTypeName(o->dtype()), ", ", lanes, ">(", out_names_.at(o), " + ",
-                           index, ", ", y, ");  // ", o->name()));
+      const std::string type = StorageTypeName(o->dtype());
+      w_.Line(ragged_ ? absl::StrCat("kiln::StoreVecAt<", type, ", ", lanes, ">(", out_names_.at(o), ", ", index, ", ",
+                                     I_, "LL - i0, ", y, ");  // ", o->name())
+                      : absl::StrCat("kiln::StoreVec<", type, ", ", lanes, ">(", out_names_.at(o), " + ", index, ", ",
+                                     y, ");  // ", o->name()));
     } else {
       const int stored = column_ && !pl_.Of(o).inner() ? 1 : lanes;  // constant along i: lane 0 writes
       for (int lane = 0; lane < stored; ++lane) {
+        const std::string lane_guard = lane > 0 ? Guard(o, lane) : "";
+        if (!lane_guard.empty() && lane_guard != guard) w_.Open(absl::StrCat("if (", lane_guard, ")"));
         KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, lane));
         KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(o, lane));
         w_.Line(absl::StrCat(out_names_.at(o), "[", index, "] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
                              Coerce(e, t).code, ");  // ", o->name()));
+        if (!lane_guard.empty() && lane_guard != guard) w_.Close();
       }
     }
     if (!guard.empty()) w_.Close();
@@ -399,14 +415,24 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   if (column_ && !pl_.combines.empty()) return absl::UnimplementedError("a combine in a column region");
   V_ = p_.vector_width;
   // Rows: at most the row (a head and a tail take what vectors do not). Columns: a divisor of
-  // the inner extent, so that a vector never crosses from one (o, k) row of it to the next.
-  while (V_ > 1 && (column_ ? I_ % V_ != 0 : V_ > N_)) V_ /= 2;
+  // the inner extent, or a ragged vector (LoadVecAt's chunks hold whole words) where the
+  // parameters ask for one that does not divide it.
+  int64_t narrowest = 8;
+  for (const auto* list : {&r_.inputs, &r_.outputs}) {
+    for (const Node* n : *list) narrowest = std::min<int64_t>(narrowest, ByteSize(n->dtype()));
+  }
+  while (V_ > 1 && (column_ ? I_ % V_ != 0 && V_ * narrowest < 4 : V_ > N_)) V_ /= 2;
   if (V_ != p_.vector_width) {
     notes_.push_back(absl::StrCat("vector width lowered to ", V_, column_ ? " (inner extent " : " (N = ",
                                   column_ ? I_ : N_, ")"));
   }
   p_.vector_width = V_;
   aligned_ = column_ || N_ % V_ == 0;
+  ragged_ = column_ && I_ % V_ != 0;
+  if (ragged_) {
+    notes_.push_back(absl::StrCat("inner extent ", I_, " is not a multiple of ", V_, ": vectors start anywhere "
+                                  "(aligned chunks shifted into place), lanes past the extent store nothing"));
+  }
   if (!aligned_) notes_.push_back(absl::StrCat("N = ", N_, " is not a multiple of ", V_, ": each row has a head and a "
                                                "tail of single elements around its aligned vectors"));
   for (const Node* in : r_.inputs) {  // the cache candidates, region order: deterministic source
@@ -466,7 +492,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   }
   // Columns streamed through a shared-memory ring (column_reduce.cuh's kRing): `chunk` slots per
   // thread, each one vector of every streamed input.
-  const int ring = column_ && p_.smem && p_.chunk > 0 && !vec_fields_.empty()
+  const int ring = column_ && p_.smem && p_.chunk > 0 && !vec_fields_.empty() && !ragged_
                        ? static_cast<int>(std::clamp<int64_t>(p_.chunk, 2, 32))
                        : 0;
   if (shared || ring > 0) {
@@ -544,7 +570,10 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                                             I_, ";\n")
                              : absl::StrCat("  static constexpr long long kN = ", N_, ";\n");
   absl::StrAppend(&body, "  static constexpr bool kStores = ", stores ? "true" : "false", ";\n");
-  if (column_) absl::StrAppend(&body, "  static constexpr bool kStoreInStep = ", store_in_step ? "true" : "false", ";\n");
+  if (column_) {
+    absl::StrAppend(&body, "  static constexpr bool kStoreInStep = ", store_in_step ? "true" : "false",
+                    ";\n  static constexpr bool kRagged = ", ragged_ ? "true" : "false", ";\n");
+  }
   absl::StrAppend(&body, "  static constexpr int kV = ", V_, ";\n  static constexpr int kLevels = ", pl_.levels,
                   ";\n  static constexpr unsigned kPassMask = ", pass_mask, "u;\n  static constexpr int kCombines = ",
                   pl_.combines.size(), ";\n  static constexpr int kExchangeWords = ", exchange_words, ";\n");

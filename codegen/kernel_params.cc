@@ -311,6 +311,17 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       p.block_size = block;
       if (block >= 128 && block <= 512 && block % d.tile_n == 0) add(p);
     }
+    // The other vector where a ragged one is allowed (row_fit.h's RaggedColumnVector): the
+    // model prices the ragged thread at a calibrated fraction, so the tuner measures both.
+    if (const int ragged = RaggedColumnVector(region, *region.reduce); ragged > 0) {
+      KernelParams other = d;
+      other.vector_width = d.vector_width == ragged ? VectorElements(region, space.inner) : ragged;
+      other.split = space.inner % other.vector_width != 0 ? 1 : d.split;  // ragged tiles are not split
+      other.cluster = false;
+      add(other);
+      other.tile_n = std::max(d.tile_n / 2, 1);
+      if (other.block_size % other.tile_n == 0) add(other);
+    }
     KernelParams streamed = d;
     streamed.chunk = d.chunk == 0 ? 1 : 0;
     add(streamed);
@@ -319,7 +330,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     add(deeper);
     KernelParams ring = deeper;  // streamed through a shared-memory ring eight deep (cp.async)
     ring.smem = true;
-    add(ring);
+    if (space.inner % d.vector_width == 0) add(ring);  // a ragged vector is not copied raw
     // Waiting blocks as one thread-block cluster (or, where the default is one, through global
     // memory): at the same split, half, and the largest cluster.
     for (int split : {d.split, d.split / 2, kMaxClusterBlocks}) {

@@ -78,6 +78,8 @@ class ReduceEmitter {
   absl::Status EmitFinish(int level);
   absl::Status EmitPick(const Node* red);
   absl::Status EmitStore(bool vector);
+  // The statement that loads a vector of input `n` at element `index` into the array `dest`.
+  std::string VectorLoad(const Node* n, const std::string& index, const std::string& dest) const;
   absl::Status EmitStoreRow();
   absl::Status EmitCombined();
   std::string FunctorOf(const Node* red) const;
@@ -91,6 +93,9 @@ class ReduceEmitter {
   const int64_t I_;      // the inner extent (1 in row mode)
   int V_ = 1;
   bool aligned_ = true;  // rows: N % V == 0, every row starts on a vector boundary
+  // Columns: I % V != 0. A vector starts anywhere (kiln::LoadVecAt / StoreVecAt), a lane's
+  // element index is clamped into the row, and lanes past I store nothing.
+  bool ragged_ = false;
   const char* row_ = "row";  // the per-row struct's variable ("row" / "cell")
 
   Where where_ = Where::kPerRow;

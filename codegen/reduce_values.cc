@@ -72,7 +72,10 @@ absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) cons
   if (NumElements(reduced) > 1 && reduced_index.empty()) {
     return absl::InternalError(absl::StrCat(n->name(), " is needed outside a loop over the reduced axis"));
   }
-  const std::string inner_index = lane > 0 ? absl::StrCat("(i0 + ", lane, ")") : "i0";
+  // A ragged column's lanes past the inner extent read its last column (and store nothing).
+  const std::string inner_index = lane <= 0  ? "i0"
+                                  : ragged_ ? absl::StrCat("min(i0 + ", lane, ", ", I_ - 1, "LL)")
+                                            : absl::StrCat("(i0 + ", lane, ")");
   if (NumElements(inner) > 1 && !column_) return absl::InternalError(absl::StrCat(n->name(), " varies along inner axes"));
   const std::string oi = GroupIndex(pl_.space.Group(0), outer, column_ ? "o" : "r");
   const std::string ri = GroupIndex(pl_.space.Group(1), reduced, reduced_index);
@@ -87,7 +90,7 @@ absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) cons
 
 bool ReduceEmitter::VectorLoadable(const Node* n) const {
   const Placement& place = pl_.Of(n);
-  if (column_) return NumElements(place.Part(n, 2)) == I_;  // V divides I: aligned, contiguous
+  if (column_) return NumElements(place.Part(n, 2)) == I_ && (!ragged_ || WholeChunks(n, V_));  // contiguous
   if (NumElements(place.Part(n, 1)) != N_ || NumElements(place.Part(n, 2)) != 1) return false;
   if (place.through != nullptr) {
     // Read through a transpose: a vector is V contiguous elements when the row's innermost run
@@ -196,8 +199,7 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Load(const Node* n, int lane) {
       if (!found) {
         KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(n, 0));
         w_.Line(absl::StrCat(CTypeName(type), " ", array, "[", V_, "];  // ", n->name()));
-        w_.Line(absl::StrCat("kiln::LoadVec<", StorageTypeName(n->dtype()), ", ", V_, ">(", arg, " + ", index, ", ",
-                             array, ");"));
+        w_.Line(VectorLoad(n, index, array));
         w_.Remember(key, array);
       }
       return TypedExpr{absl::StrCat(array, "[", lane, "]"), type};

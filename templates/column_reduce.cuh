@@ -140,14 +140,22 @@ __device__ __forceinline__ void ForColumn(const Body& body, long long o, long lo
     }
     AsyncCopyWait();
   } else {
-    // kAhead vectors in flight per thread: load them all, then use them.
+    // kAhead vectors in flight per thread: load them all, then use them. A ragged body's
+    // loads past the share re-read its last row (k0 < kend): a guard around each would keep
+    // a ragged load (LoadVecAt) and its shifts in a block of their own, one vector in flight
+    // at a time (H200: 2x slower). An aligned body's guarded loads are predicated instead,
+    // and measured faster than the clamped rows (bias gradient 36.5 against 48.0 us).
     constexpr int kAhead = Shape::kAhead;
     for (long long k0 = kbegin + tk; k0 < kend; k0 += kAhead * Shape::kRowsK) {
       typename Body::Vec x[kAhead];
 #pragma unroll
       for (int j = 0; j < kAhead; ++j) {
         const long long k = k0 + static_cast<long long>(j) * Shape::kRowsK;
-        if (k < kend) body.Load(o, k, i0, x[j]);
+        if constexpr (Body::kRagged) {
+          body.Load(o, k < kend ? k : kend - 1, i0, x[j]);
+        } else if (k < kend) {
+          body.Load(o, k, i0, x[j]);
+        }
       }
 #pragma unroll
       for (int j = 0; j < kAhead; ++j) {
@@ -219,7 +227,10 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
 // The kernel body. `Body` (generated) provides kK, kI, kV, kLevels, kPassMask, kStores (whether
 // there are outputs of the full space that wait for a reduction: else no final pass),
 // kStoreInStep (the outputs of the full space wait for none: level 1 stores them as it reads
-// each element, its one pass over it), kExchangeWords
+// each element, its one pass over it), kRagged (kI is not a multiple of kV: the last tile's
+// last vector runs past the inner extent, so a vector starts anywhere in memory; the body loads
+// it with LoadVecAt, computes garbage in the lanes past kI, which never mix with the others,
+// and stores none of them), kExchangeWords
 // (the largest accumulator, in words), the types Vec, Cell and AccOf<L>::Type, and
 //   Load(o, k, i0, Vec&); BeginCell(o, i0, Cell&); Init(Acc&); Merge(Acc&, const Acc&);
 //   Step(const Cell&, Acc&, const Vec&, o, k, i0); Finish(const Acc&, Cell&, o, i0);
@@ -227,7 +238,8 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
 template <class Body, class Shape>
 __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, void* scratch) {
   static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
-  static_assert(Body::kI % Shape::kV == 0, "a vector never crosses a row of the inner axes");
+  static_assert(Body::kI % Shape::kV == 0 || (Body::kRagged && Shape::kRing == 0),
+                "a vector crosses a row of the inner axes only in a ragged body, never through the ring");
   static_assert(Shape::kWait || (Body::kLevels == 1 && !Body::kStores),
                 "only a one-level body that stores no output of the full space after it has its split blocks not wait");
   static_assert(!(Body::kStoreInStep && Body::kStores), "full-space outputs are stored in one place");
@@ -252,7 +264,16 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
     const bool active = i0 < Body::kI;
     typename Body::Vec cache[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
     if constexpr (Shape::kCacheIters > 0) {
-      if (active) {
+      if constexpr (Body::kRagged) {
+        // Straight-line loads (ForColumn says why); a thread whose share is empty loads none.
+        if (active && kbegin + tk < kend) {
+#pragma unroll
+          for (int j = 0; j < Shape::kCacheIters; ++j) {
+            const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
+            body.Load(o, k < kend ? k : kend - 1, i0, cache[j]);
+          }
+        }
+      } else if (active) {
 #pragma unroll
         for (int j = 0; j < Shape::kCacheIters; ++j) {
           const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;

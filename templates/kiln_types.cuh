@@ -154,6 +154,70 @@ __device__ __forceinline__ void StoreVec(T* __restrict__ p, const C (&in)[V]) {
   }
 }
 
+// Loads V consecutive elements p[i..i+V) of a 16-byte aligned buffer of n elements where i need
+// not be a multiple of V (a column region whose inner extent no wide vector divides): the
+// naturally aligned chunks that cover them, byte-shifted into place (PRMT). n must be a whole
+// number of chunks (the caller checks it: row_fit.h's WholeChunks); a chunk that would start
+// past the buffer reads its last chunk instead, so no byte past p[n] is read, and the elements
+// at or past n are garbage. Straight-line code, no branch: a branch between two vectors' loads
+// would keep the compiler from issuing them together (measured: half the bandwidth).
+template <class T, int V, class C>
+__device__ __forceinline__ void LoadVecAt(const T* __restrict__ p, long long i, long long n, C (&out)[V]) {
+  static_assert(V >= 1 && (V & (V - 1)) == 0, "vector width must be a power of two");
+  constexpr int kSize = static_cast<int>(sizeof(T));
+  constexpr int kTotal = V * kSize;
+  constexpr int kBytes = kTotal < 16 ? kTotal : 16;
+  static_assert(kBytes % 4 == 0, "a chunk of whole words");
+  using ChunkT = typename Chunk<kBytes>::Type;
+  constexpr int kPerChunk = kBytes / kSize, kWords = kBytes / 4, kChunks = kTotal / kBytes + 1;
+  const long long a = i & ~static_cast<long long>(kPerChunk - 1), last = n - kPerChunk;
+  unsigned w[kChunks * kWords];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const long long s = min(a + static_cast<long long>(c) * kPerChunk, last);
+    const ChunkT bits = reinterpret_cast<const ChunkT*>(p + s)[0];
+    memcpy(&w[c * kWords], &bits, kBytes);
+  }
+  // Shift the words right by `shift` bytes: the bytes within a word first (PRMT over each
+  // adjacent pair; none for elements of whole words), then whole words, one select per word
+  // and bit of the word offset.
+  const int shift = static_cast<int>(i - a) * kSize;  // bytes, below one chunk
+  const int q = shift >> 2;
+  constexpr int kOut = kTotal / 4, kSpan = kOut + kWords - 1;  // words out, words they come from
+  unsigned u[kSpan];
+  if constexpr (kSize % 4 == 0) {
+#pragma unroll
+    for (int t = 0; t < kSpan; ++t) u[t] = w[t];
+  } else {
+    const unsigned selector = 0x3210u + static_cast<unsigned>(shift & 3) * 0x1111u;
+#pragma unroll
+    for (int t = 0; t < kSpan; ++t) u[t] = __byte_perm(w[t], w[t + 1], selector);
+  }
+#pragma unroll
+  for (int step = kWords / 2; step >= 1; step /= 2) {
+#pragma unroll
+    for (int t = 0; t + step < kSpan; ++t) u[t] = (q & step) ? u[t + step] : u[t];
+  }
+  const T* elems = reinterpret_cast<const T*>(u);
+#pragma unroll
+  for (int j = 0; j < V; ++j) out[j] = ToCompute(elems[j]);
+}
+
+// Narrows the first `count` (at most V) of V compute values to T and stores them at p[i..):
+// one StoreVec where i is a multiple of V and all V are stored, else element by element (the
+// counterpart of LoadVecAt).
+template <class T, int V, class C>
+__device__ __forceinline__ void StoreVecAt(T* __restrict__ p, long long i, long long count, const C (&in)[V]) {
+  if (count >= V && i % V == 0) {
+    StoreVec<T, V>(p + i, in);
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    if (j < count) p[i + j] = FromCompute<T>(in[j]);
+  }
+}
+
 // ---- reduction functors ---------------------------------------------------------------------
 // Sum: y = a + b; identity 0.
 struct Sum {

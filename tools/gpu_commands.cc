@@ -16,6 +16,7 @@
 #include "ir/interpreter.h"
 #include "ir/parser.h"
 #include "ir/promote.h"
+#include "passes/fusion/region_kind.h"
 #include "runtime/buffer_plan.h"
 #include "tools/bench_floor.h"
 #include "tools/cli_common.h"
@@ -200,10 +201,10 @@ int CompileCommand(const std::vector<std::string>& raw) {
     for (size_t k = 0; k < r.kernels.size(); ++k) {
       auto m = std::find_if(p.modules.begin(), p.modules.end(), [&](const Module& m) { return m.name == r.kernels[k]; });
       std::cout << absl::StrFormat("  region %-3d %-16s %s  %s  regs %d spills %d B  nvrtc %.0f ms (%s)\n", r.region,
-                                   r.kind, m->name, m->params, m->registers, m->spill_bytes, m->compile_ms,
+                                   RegionKindName(r.kind), m->name, m->params, m->registers, m->spill_bytes, m->compile_ms,
                                    k < r.origins.size() ? r.origins[k] : "?");
     }
-    if (r.kernels.empty()) std::cout << absl::StrFormat("  region %-3d %-16s (library call or view)\n", r.region, r.kind);
+    if (r.kernels.empty()) std::cout << absl::StrFormat("  region %-3d %-16s (library call or view)\n", r.region, RegionKindName(r.kind));
     for (const std::string& note : r.notes) std::cout << "      note: " << note << "\n";
   }
   PrintTuning(compiled->tuning);

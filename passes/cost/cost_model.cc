@@ -128,7 +128,8 @@ RunTimeEstimate TrafficAndWork(const Region& region) {
   return e;
 }
 
-double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t resident_per_sm) {
+double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t resident_per_sm,
+                      double thread_worth) {
   if (device.sm_bytes_per_us <= 0 || device.sm_count <= 0) return device.dram_bytes_per_us;
   blocks = std::max<int64_t>(blocks, 1);
   const int64_t sms = std::min<int64_t>(blocks, device.sm_count);
@@ -136,7 +137,7 @@ double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads,
   int64_t cap = std::max<int64_t>(1, 1024 / threads);
   if (resident_per_sm > 0) cap = std::min(cap, resident_per_sm);
   const int64_t per_sm = std::min<int64_t>((blocks + sms - 1) / sms, cap);
-  const double fill = std::min(1.0, static_cast<double>(per_sm * threads) / kSaturatingThreadsPerSm);
+  const double fill = std::min(1.0, thread_worth * static_cast<double>(per_sm * threads) / kSaturatingThreadsPerSm);
   // The busiest SM runs ceil(blocks / sms) of the blocks, over all waves; the others finish
   // early. 192 tiles of a column reduction on 132 SMs leave 72 of them half idle: measured
   // 15.3 us, and 12.2 with 384 narrower tiles (H200, bench/results/2026-11-27-session19.md).

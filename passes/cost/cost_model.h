@@ -86,8 +86,11 @@ RunTimeEstimate TrafficAndWork(const Region& region);
 // enough to cover the latency), proportionally less below; at most the copy bandwidth. An SM
 // holds its share of the blocks, at most 1024 / threads of them (half occupancy) or
 // `resident_per_sm` where registers or shared memory allow fewer (0: no such limit).
+// `thread_worth`: the share of an aligned thread's loads in flight a thread keeps (row_fit.h's
+// kRaggedThreadWorth).
 inline constexpr int64_t kSaturatingThreadsPerSm = 512;
-double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t resident_per_sm = 0);
+double DrawnBandwidth(const DeviceSpec& device, int64_t blocks, int64_t threads, int64_t resident_per_sm = 0,
+                      double thread_worth = 1.0);
 // Fills memory_us (bytes over `bandwidth`), compute_us (flops over `flop_rate`, plus the
 // transcendentals over the SFU rate), launch_us and total_us.
 void FinishEstimate(const DeviceSpec& device, double flop_rate, double bandwidth, int launches, RunTimeEstimate& e);

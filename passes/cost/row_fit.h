@@ -94,7 +94,16 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
 // `fold_threads`, the threads of a block along the reduced axis (0: all of them).
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
                    int64_t split, int levels, int64_t registers, int64_t smem_bytes = 0, bool phases = false,
-                   bool split_waits = true, int64_t fold_threads = 0, bool cluster = false);
+                   bool split_waits = true, int64_t fold_threads = 0, bool cluster = false, double thread_worth = 1.0);
+
+// A column thread whose vectors start anywhere (ragged: two loads, the shifts and selects per
+// vector) keeps half the bytes in flight an aligned one does: a sum over 512 x 50257 bf16
+// (H200, every launch shape timed by kiln tune, bench/results/2026-11-28-session24.md) ran at
+// 35.5 us with 512 threads per SM and 20.1 with 1024, where aligned columns saturate at 512.
+inline constexpr double kRaggedThreadWorth = 0.5;
+// kRaggedThreadWorth for a column fit over an inner extent of `inner` that its vector does not
+// divide, else 1.
+double ColumnThreadWorth(const RowFit& fit, int64_t inner);
 
 // Whether the blocks of a split row (column tile) form one thread-block cluster and merge through distributed
 // shared memory (row_reduce.cuh's ClusterMerge) instead of global memory: on a device with
@@ -159,6 +168,24 @@ double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, in
 // 16 bytes / the smallest element among the region's inputs and outputs (at most 8), halved
 // until it divides `must_divide` (0: no constraint).
 int VectorElements(const Region& region, int64_t must_divide);
+// Sectors a warp's segment of a row (lanes x vector elements, `segment_bytes`) fetches over the
+// fewest it needs. A segment that starts on a 32-byte boundary needs ceil(W / 32); rows that
+// start off one (an odd number of 2-byte columns) put a segment at any offset of whole
+// elements, (W + 32 - b) / 32 sectors on average: 1.47x for 32 lanes of one bf16, 1.06x for 32
+// lanes of a ragged vector of 8.
+double SegmentWaste(int64_t row_bytes, int64_t segment_bytes, int64_t element_bytes);
+
+// The ragged vector a column region may take besides the one that divides its inner extent:
+// the widest (codegen's LoadVecAt shifts aligned chunks into place), where the one that divides
+// moves fewer than 8 bytes of the narrowest element (an odd extent: 2-byte loads that keep few
+// bytes in flight), every full-space input is a whole number of its chunks, and there is no
+// output of the full space (it would be stored element by element: a bias gradient beside its
+// tanh, [16384, 4095] bf16, measured 2.3x slower). 0 where none is allowed.
+int RaggedColumnVector(const Region& region, const ReducePlacement& placement);
+// Whether `n`'s buffer is a whole number of the naturally aligned chunks (at most 16 bytes) that
+// a vector of `vector` elements loads: kiln::LoadVecAt reads a vector that starts anywhere only
+// from such a buffer.
+bool WholeChunks(const Node* n, int vector);
 
 // Whether `input` of a row region is one the row kernel may cache on chip: it varies along the
 // row and from row to row (a weight [N], the same for every row, stays in L1/L2 instead).

@@ -100,20 +100,6 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   return e;
 }
 
-namespace {
-
-// Sectors a warp's segment of a row (lanes x vector elements) fetches over the fewest it needs.
-// A segment of W bytes that starts on a 32-byte boundary needs ceil(W / 32); rows that start off
-// one (an odd number of 2-byte columns: the vector is then 1) put a segment at any offset of
-// whole elements, (W + 32 - b) / 32 sectors on average: 1.47x for 32 lanes of one bf16.
-double SegmentWaste(int64_t row_bytes, int64_t segment_bytes, int64_t element_bytes) {
-  const double fewest = static_cast<double>((segment_bytes + 31) / 32);
-  if (row_bytes % 32 == 0 && segment_bytes % 32 == 0) return 1.0;
-  return std::max(1.0, static_cast<double>(segment_bytes + 32 - element_bytes) / 32.0 / fewest);
-}
-
-}  // namespace
-
 // As the column kernel runs it (row_fit.h's FitColumnOnChip): tiles of columns, each split
 // over `split` blocks for few tiles; every extra pass re-reads the full-space inputs; a full-space
 // input whose rows are not 32-byte aligned pays the sectors its warps' segments straddle.
@@ -128,13 +114,15 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
     if (p.reduced()) e.bytes_read += (e.passes - 1) * in->num_bytes();
     if (!p.reduced() || NumElements(p.Part(in, 2)) != s.inner) continue;
     const int64_t b = ByteSize(in->dtype());
-    const double waste = SegmentWaste(s.inner * b, std::min(fit.lanes, 32) * fit.vector * b, b);
+    const double waste = SegmentWaste(s.inner * b, std::min(fit.lanes, 32) * fit.vector * b, b);  // row_fit.h
     e.wasted_bytes += static_cast<int64_t>((waste - 1) * static_cast<double>(e.passes * in->num_bytes()));
   }
   const int64_t tiles = s.outer * ((s.inner + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   e.blocks = tiles * fit.split;
   FinishEstimate(device, device.f32_flops_per_us,
-                 DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes, fit.blocks_per_sm), 1, e);
+                 DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes, fit.blocks_per_sm,
+                                ColumnThreadWorth(fit, s.inner)),
+                 1, e);
   const double waves = WaitingWaves(device, fit, e.blocks, fit.threads * fit.lanes, e);
   const double merge_us = SplitMergeUs(device, fit.split, fit.threads, placement.levels,
                                        fit.split_waits, waves, fit.cluster);

@@ -204,6 +204,76 @@ TEST(ExamplesNvrtcTest, SplitReductionsCompileWithAndWithoutWaits) {
   }
 }
 
+// Columns of an inner extent that no wide vector divides keep the widest vector (ragged):
+// loads shifted into place from aligned chunks, a lane past the extent reads the last column
+// and stores nothing. Every candidate compiles; the GPU test (region_gpu_test.cc's
+// ColumnKernels) checks their values.
+TEST(ExamplesNvrtcTest, RaggedColumnsCompileUnderEveryCandidate) {
+  const std::vector<std::string> graphs = {
+      R"(graph g(x: bf16[512,50257]) {
+        s: bf16[50257] = reduce_sum(x) {axes = [0], keep_dims = false}
+        return s
+      })",
+      R"(graph g(x: f16[4,300,37], w: f16[37]) {
+        m: f16[4,1,37] = reduce_mean(x) {axes = [1], keep_dims = true}
+        d: f16[4,300,37] = sub(x, m)
+        q: f16[4,300,37] = mul(d, d)
+        v: f16[4,1,37] = reduce_mean(q) {axes = [1], keep_dims = true}
+        y: f16[4,1,37] = mul(v, w)
+        return y, m
+      })",
+      R"(graph g(x: f32[16,3000,81]) {
+        s: f32[16,81] = reduce_max(x) {axes = [1], keep_dims = false}
+        return s
+      })",
+  };
+  std::set<std::string> seen;
+  for (const std::string& text : graphs) {
+    Analysis a = testing_codegen::AnalyzeText(text);
+    for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+      ASSERT_EQ(r->kind, RegionKind::kColumnReduction) << text;
+      // The model may price either vector lower; the tuner gets both.
+      int ragged = 0, dividing = 0;
+      for (const KernelParams& p : CandidateParams(*r, a.plan.device)) {
+        auto ks = EmitKernel(*r, p);
+        ASSERT_TRUE(ks.ok()) << ks.status();
+        ++(r->reduce->space.inner % p.vector_width != 0 ? ragged : dividing);
+        if (r->reduce->space.inner % p.vector_width != 0) {
+          EXPECT_NE(ks->source.find("kRagged = true"), std::string::npos) << p.ToString() << ks->source;
+          EXPECT_NE(ks->source.find("kiln::LoadVecAt<"), std::string::npos) << p.ToString() << ks->source;
+          // Every per-column output is stored under the lane's guard.
+          EXPECT_NE(ks->source.find(absl::StrCat("i0 + 1 < ", r->reduce->space.inner, "LL")), std::string::npos)
+              << p.ToString() << ks->source;
+        }
+        CompileAndReport(absl::StrCat("ragged r", r->id, " ", p.ToString()), *ks, &seen,
+                         p == DefaultParams(*r, a.plan.device) ? 0 : -1);
+      }
+      EXPECT_GT(ragged, 0) << text;
+      EXPECT_GT(dividing, 0) << text;
+    }
+  }
+}
+
+// An input that is not a whole number of 16-byte chunks keeps the vector that divides the
+// inner extent (LoadVecAt would read past its end), and so does a region with outputs of the
+// full space (they would be stored element by element).
+TEST(ExamplesNvrtcTest, RaggedColumnsNeedWholeChunksAndNoFullSpaceOutputs) {
+  for (const char* text : {R"(graph g(x: f16[3,300,37]) {
+        m: f16[3,37] = reduce_mean(x) {axes = [1], keep_dims = false}
+        return m
+      })",
+                           R"(graph g(x: f16[8,77,1001]) {
+        y: f16[8,77,1001] = softmax(x) {axis = 1}
+        return y
+      })"}) {
+    Analysis a = testing_codegen::AnalyzeText(text);
+    for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+      EXPECT_EQ(r->reduce->fit.vector, 1) << text;
+      for (const KernelParams& p : CandidateParams(*r, a.plan.device)) EXPECT_EQ(p.vector_width, 1) << text;
+    }
+  }
+}
+
 TEST(ExamplesNvrtcTest, EveryGoldenCaseCompilesForSm90a) {
   std::set<std::string> seen;
   for (const testing_codegen::SmallCase& c : testing_codegen::SmallCases()) {

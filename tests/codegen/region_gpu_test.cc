@@ -315,6 +315,25 @@ TEST_F(RegionGpuTest, ColumnKernels) {
       s: bf16[50257] = reduce_sum(x) {axes = [0], keep_dims = false}
       return s
     })"});
+  // Ragged columns (an inner extent no wide vector divides): a per-column weight read by
+  // every lane's clamped index, two levels, outputs per column; [3,300,37] is not a whole
+  // number of 16-byte chunks, so its vector is 1.
+  for (auto [o, k, i] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {4, 300, 37}, {2, 128, 1001}, {1, 64, 9}, {3, 300, 37}, {1, 512, 50257}}) {
+    graphs.push_back({absl::StrFormat("colvarw_%dx%dx%d", o, k, i),
+                      absl::StrFormat(R"(graph g(x: bf16[%d,%d,%d], w: bf16[%d]) {
+      m: bf16[%d,1,%d] = reduce_mean(x) {axes = [1], keep_dims = true}
+      d: bf16[%d,%d,%d] = sub(x, m)
+      q: bf16[%d,%d,%d] = mul(d, d)
+      v: bf16[%d,1,%d] = reduce_mean(q) {axes = [1], keep_dims = true}
+      y: bf16[%d,1,%d] = mul(v, w)
+      return y, m
+    })", o, k, i, i, o, i, o, k, i, o, k, i, o, i, o, i)});
+  }
+  graphs.push_back({"colmax_16x3000x81_f32", R"(graph g(x: f32[16,3000,81]) {
+      s: f32[16,81] = reduce_max(x) {axes = [1], keep_dims = false}
+      return s
+    })"});
   graphs.push_back({"nhwsum_8x56x56x256", R"(graph g(x: f16[8,56,56,256]) {
       q: f16[8,56,56,256] = mul(x, x)
       s: f16[256] = reduce_sum(q) {axes = [0, 1, 2], keep_dims = false}

@@ -130,6 +130,7 @@ struct Body {
   static constexpr long long kI = 96;
   static constexpr bool kStores = true;
   static constexpr bool kStoreInStep = false;
+  static constexpr bool kRagged = false;
   static constexpr int kV = 4;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;

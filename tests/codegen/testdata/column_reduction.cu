@@ -12,6 +12,7 @@ struct Body {
   static constexpr long long kI = 48;
   static constexpr bool kStores = false;
   static constexpr bool kStoreInStep = false;
+  static constexpr bool kRagged = false;
   static constexpr int kV = 8;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;
@@ -89,7 +90,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(512) kiln_col_44e745a2ffe7637a(
+extern "C" __global__ void __launch_bounds__(512) kiln_col_aa74545791a68968(
     const __nv_bfloat16* __restrict__ in0,
     __nv_bfloat16* __restrict__ out0,
     long long count) {

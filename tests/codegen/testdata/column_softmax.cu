@@ -15,6 +15,7 @@ struct Body {
   static constexpr long long kI = 48;
   static constexpr bool kStores = true;
   static constexpr bool kStoreInStep = false;
+  static constexpr bool kRagged = false;
   static constexpr int kV = 4;
   static constexpr int kLevels = 1;
   static constexpr unsigned kPassMask = 2u;
@@ -100,7 +101,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(512) kiln_col_4b3633badf466c95(
+extern "C" __global__ void __launch_bounds__(512) kiln_col_44f2074b654a0ea3(
     const float* __restrict__ in0,
     float* __restrict__ out0,
     long long count) {
