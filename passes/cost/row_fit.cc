@@ -96,8 +96,8 @@ bool WholeChunks(const Node* n, int vector) {
   return n->num_bytes() % std::min<int64_t>(16, vector * bytes) == 0;
 }
 
-double ColumnThreadWorth(const RowFit& fit, int64_t inner) {
-  return inner % std::max(fit.vector, 1) != 0 ? kRaggedThreadWorth : 1.0;
+double ColumnThreadWorth(int vector, int64_t inner) {
+  return inner % std::max(vector, 1) != 0 ? kRaggedThreadWorth : 1.0;
 }
 
 int RaggedColumnVector(const Region& region, const ReducePlacement& placement) {
@@ -211,7 +211,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   for (const int vector : {VectorElements(region, I), ragged}) {
     if (vector == 0) continue;
     const int64_t min_lanes = std::max<int64_t>(1, 64 / std::max<int64_t>(1, vector * 2));
-    const double worth = I % vector != 0 ? kRaggedThreadWorth : 1.0;
+    const double worth = ColumnThreadWorth(vector, I);
     const int64_t most_split = I % vector != 0 ? 1 : 512;
     for (int64_t lanes = std::min<int64_t>(kWarp, RoundUpPow2((I + vector - 1) / vector)); lanes >= 1; lanes /= 2) {
       if (lanes < min_lanes && lanes < RoundUpPow2((I + vector - 1) / vector)) break;

@@ -101,9 +101,9 @@ double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes
 // (H200, every launch shape timed by kiln tune, bench/results/2026-11-28-session24.md) ran at
 // 35.5 us with 512 threads per SM and 20.1 with 1024, where aligned columns saturate at 512.
 inline constexpr double kRaggedThreadWorth = 0.5;
-// kRaggedThreadWorth for a column fit over an inner extent of `inner` that its vector does not
-// divide, else 1.
-double ColumnThreadWorth(const RowFit& fit, int64_t inner);
+// kRaggedThreadWorth for a column vector of `vector` elements that does not divide the inner
+// extent `inner`, else 1.
+double ColumnThreadWorth(int vector, int64_t inner);
 
 // Whether the blocks of a split row (column tile) form one thread-block cluster and merge through distributed
 // shared memory (row_reduce.cuh's ClusterMerge) instead of global memory: on a device with

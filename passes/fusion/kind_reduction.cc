@@ -121,7 +121,7 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   e.blocks = tiles * fit.split;
   FinishEstimate(device, device.f32_flops_per_us,
                  DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes, fit.blocks_per_sm,
-                                ColumnThreadWorth(fit, s.inner)),
+                                ColumnThreadWorth(fit.vector, s.inner)),
                  1, e);
   const double waves = WaitingWaves(device, fit, e.blocks, fit.threads * fit.lanes, e);
   const double merge_us = SplitMergeUs(device, fit.split, fit.threads, placement.levels,
