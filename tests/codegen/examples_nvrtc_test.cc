@@ -274,6 +274,26 @@ TEST(ExamplesNvrtcTest, RaggedColumnsNeedWholeChunksAndNoFullSpaceOutputs) {
   }
 }
 
+// The emitter takes a ragged vector wherever the parameters ask for one, also with outputs of
+// the full space (no fit or candidate does: element-by-element stores measured slower), and
+// stores them through StoreVecAt, a lane past the inner extent storing nothing.
+TEST(ExamplesNvrtcTest, RaggedColumnsWithFullSpaceOutputsCompileWhenAsked) {
+  Analysis a = testing_codegen::AnalyzeText(R"(graph g(x: f16[8,77,1001]) {
+    y: f16[8,77,1001] = softmax(x) {axis = 1}
+    return y
+  })");
+  std::set<std::string> seen;
+  for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+    KernelParams p = DefaultParams(*r, a.plan.device);
+    p.vector_width = 8;
+    auto ks = EmitKernel(*r, p);
+    ASSERT_TRUE(ks.ok()) << ks.status();
+    EXPECT_NE(ks->source.find("kiln::StoreVecAt<__half, 8>(out0, "), std::string::npos) << ks->source;
+    EXPECT_NE(ks->source.find("1001LL - i0"), std::string::npos) << ks->source;
+    CompileAndReport(absl::StrCat("ragged full-space r", r->id, " ", p.ToString()), *ks, &seen, -1);
+  }
+}
+
 TEST(ExamplesNvrtcTest, EveryGoldenCaseCompilesForSm90a) {
   std::set<std::string> seen;
   for (const testing_codegen::SmallCase& c : testing_codegen::SmallCases()) {

@@ -358,6 +358,42 @@ TEST_F(RegionGpuTest, ColumnKernels) {
   }
 }
 
+// Ragged vectors where no fit or candidate takes them, but the emitter must be right when the
+// parameters ask: outputs of the full space stored through StoreVecAt (a column softmax; a
+// gradient stored as level 1 reads it, beside its bias gradient), under every candidate's
+// launch shape with the vector forced to 8.
+TEST_F(RegionGpuTest, RaggedColumnsWithFullSpaceOutputs) {
+  const std::vector<std::pair<std::string, std::string>> graphs = {
+      {"colsoftmax_8x77x1001_ragged", R"(graph g(x: f16[8,77,1001]) {
+      y: f16[8,77,1001] = softmax(x) {axis = 1}
+      return y
+    })"},
+      {"gradbias_600x4095_ragged", R"(graph g(x: bf16[600,4095], y: bf16[600,4095]) {
+      d: bf16[600,4095] = mul(x, y)
+      t: bf16[600,4095] = tanh(d)
+      s: bf16[4095] = reduce_sum(t) {axes = [0], keep_dims = false}
+      return t, s
+    })"}};
+  for (const auto& [name, text] : graphs) {
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << analysis.status();
+    for (const Region& region : analysis->plan.regions) {
+      if (region.kind != RegionKind::kColumnReduction) continue;
+      std::vector<KernelParams> seen;
+      for (KernelParams params : CandidateParams(region, H100Spec())) {
+        params.vector_width = 8;
+        params.smem = false;
+        if (std::find(seen.begin(), seen.end(), params) != seen.end()) continue;
+        seen.push_back(params);
+        CheckOptions options;
+        options.params = params;
+        testing_gpu::CheckRegion(absl::StrFormat("%s/r%d %s", name, region.id, params.ToString()), *analysis->graph,
+                                 region, options);
+      }
+    }
+  }
+}
+
 // The row kernel of attention the template does not run: the masked softmax over the stored
 // scores, with masks broadcast over batch and heads ([B,1,1,T] padding, [1,1,S,T]), causal,
 // and S, T not multiples of anything.
