@@ -417,10 +417,7 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   // Rows: at most the row (a head and a tail take what vectors do not). Columns: a divisor of
   // the inner extent, or a ragged vector (LoadVecAt's chunks hold whole words) where the
   // parameters ask for one that does not divide it.
-  int64_t narrowest = 8;
-  for (const auto* list : {&r_.inputs, &r_.outputs}) {
-    for (const Node* n : *list) narrowest = std::min<int64_t>(narrowest, ByteSize(n->dtype()));
-  }
+  const int64_t narrowest = NarrowestBytes(r_);
   while (V_ > 1 && (column_ ? I_ % V_ != 0 && V_ * narrowest < 4 : V_ > N_)) V_ /= 2;
   if (V_ != p_.vector_width) {
     notes_.push_back(absl::StrCat("vector width lowered to ", V_, column_ ? " (inner extent " : " (N = ",

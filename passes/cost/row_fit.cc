@@ -63,9 +63,6 @@ int64_t RoundUpPow2(int64_t v) {
 
 }  // namespace
 
-namespace {
-
-// The smallest element among the region's inputs and outputs of more than one element.
 int64_t NarrowestBytes(const Region& region) {
   int64_t smallest = 8;
   for (const auto* list : {&region.inputs, &region.outputs}) {
@@ -75,8 +72,6 @@ int64_t NarrowestBytes(const Region& region) {
   }
   return smallest;
 }
-
-}  // namespace
 
 int VectorElements(const Region& region, int64_t must_divide) {
   const int64_t smallest = NarrowestBytes(region);

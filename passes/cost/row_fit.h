@@ -168,6 +168,8 @@ double LonePhaseUs(const DeviceSpec& device, int64_t blocks, int64_t threads, in
 // 16 bytes / the smallest element among the region's inputs and outputs (at most 8), halved
 // until it divides `must_divide` (0: no constraint).
 int VectorElements(const Region& region, int64_t must_divide);
+// The smallest element among the region's inputs and outputs of more than one element (8 at most).
+int64_t NarrowestBytes(const Region& region);
 // Sectors a warp's segment of a row (lanes x vector elements, `segment_bytes`) fetches over the
 // fewest it needs. A segment that starts on a 32-byte boundary needs ceil(W / 32); rows that
 // start off one (an odd number of 2-byte columns) put a segment at any offset of whole
