@@ -127,6 +127,30 @@ __device__ __forceinline__ void AsyncCopyWaitGroups() {
 #endif
 }
 
+// Waits until at most `pending` of this thread's committed groups are still in flight, where
+// `pending` is a constant once the caller's loop is unrolled (wait_group takes an immediate).
+// Above 15 it waits for all but 15: more than asked, never less.
+__device__ __forceinline__ void AsyncCopyWaitPending(int pending) {
+  switch (pending) {
+    case 0: AsyncCopyWaitGroups<0>(); break;
+    case 1: AsyncCopyWaitGroups<1>(); break;
+    case 2: AsyncCopyWaitGroups<2>(); break;
+    case 3: AsyncCopyWaitGroups<3>(); break;
+    case 4: AsyncCopyWaitGroups<4>(); break;
+    case 5: AsyncCopyWaitGroups<5>(); break;
+    case 6: AsyncCopyWaitGroups<6>(); break;
+    case 7: AsyncCopyWaitGroups<7>(); break;
+    case 8: AsyncCopyWaitGroups<8>(); break;
+    case 9: AsyncCopyWaitGroups<9>(); break;
+    case 10: AsyncCopyWaitGroups<10>(); break;
+    case 11: AsyncCopyWaitGroups<11>(); break;
+    case 12: AsyncCopyWaitGroups<12>(); break;
+    case 13: AsyncCopyWaitGroups<13>(); break;
+    case 14: AsyncCopyWaitGroups<14>(); break;
+    default: AsyncCopyWaitGroups<15>(); break;
+  }
+}
+
 // One chunk stored by one instruction. Through the store intrinsics for 8 and 16 bytes: a
 // plain assignment of a chunk assembled from 16-bit elements (or after reads from shared
 // memory) can be split by the compiler into 4-byte stores (seen in the tiled transpose kernel:

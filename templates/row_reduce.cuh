@@ -349,13 +349,26 @@ __device__ __forceinline__ bool SplitMerge(const Body& body, Acc& a, const Split
 // through distributed shared memory and merges them in rank order. Each block computes the same
 // bits, nothing goes through global memory, and the hardware makes the blocks of a cluster
 // resident together, so the launch is not cooperative. A second barrier at the end of each row
-// keeps a block's slots alive until the others have read them.
-__device__ __forceinline__ void ClusterSync() {
+// keeps a block's slots alive until the others have read them; a block arrives at it once it has
+// read the last level's slots, before its store pass, and waits for it after, so a block that
+// finishes its stores first does not hold its siblings' stores back.
+__device__ __forceinline__ void ClusterArrive() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 #else
   __trap();  // codegen emits clusters for sm_90 and later only
 #endif
+}
+__device__ __forceinline__ void ClusterWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void ClusterSync() {
+  ClusterArrive();
+  ClusterWait();
 }
 
 // The word at `local` (this block's shared memory) in the block of cluster rank `rank`.
@@ -447,15 +460,20 @@ struct RowEdges {
 // A group's cached vectors of its row share. In registers: an array of Vec. In shared memory:
 // slot s = k * kThreadsPerRow + t holds the thread's k-th vector; cached input i keeps its
 // slots together (byte B_i * kSlots + s * b_i, b_i its vector's bytes, B_i those of the inputs
-// before it), so a warp's accesses are consecutive. A thread reads only the slots it copied:
-// no barrier, only its own AsyncCopyWait. Both keep the row's edges in registers.
+// before it), so a warp's accesses are consecutive. A thread reads only the slots it copied: no
+// barrier, only its own waits. Each iteration's copies are one commit group, and the first pass
+// over the row waits for iteration k's group just before it uses vector k (Arrive), so that
+// pass's arithmetic on the first vectors overlaps the copies of the later ones; with one wait
+// for every copy before the pass, each block alternated between a phase of loads and a phase
+// of exponentials. Both keep the row's edges in registers.
 template <class Body, class Shape, bool kShared = Shape::kSharedCache>
 struct RowCache : RowEdges<Body, Shape> {
   typename Body::Vec v[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
   __device__ __forceinline__ void Fill(const Body& body, long long r, long long c0, int k, int) {
     body.Load(r, c0, v[k]);
   }
-  __device__ __forceinline__ void Wait() const {}
+  __device__ __forceinline__ void Commit() const {}
+  __device__ __forceinline__ void Arrive(int) const {}
   __device__ __forceinline__ const typename Body::Vec& Get(const Body&, int k, int) const { return v[k]; }
 };
 template <class Body, class Shape>
@@ -465,7 +483,9 @@ struct RowCache<Body, Shape, true> : RowEdges<Body, Shape> {
   __device__ __forceinline__ void Fill(const Body& body, long long r, long long c0, int k, int t) const {
     body.Prefetch(r, c0, smem, k * Shape::kThreadsPerRow + t, kSlots);
   }
-  __device__ __forceinline__ void Wait() const { AsyncCopyWait(); }
+  __device__ __forceinline__ void Commit() const { AsyncCopyCommit(); }
+  // Vector k's copies have landed (k a constant once the pass's loop is unrolled).
+  __device__ __forceinline__ void Arrive(int k) const { AsyncCopyWaitPending(Shape::kCacheIters - 1 - k); }
   __device__ __forceinline__ typename Body::Vec Get(const Body& body, int k, int t) const {
     typename Body::Vec x;
     body.LoadShared(smem, k * Shape::kThreadsPerRow + t, kSlots, x);
@@ -541,8 +561,9 @@ struct StorePass {
 };
 
 // One pass over a group's share of the row: pass.Vector for each of its vectors (from the
-// register cache or loaded), pass.Element for each head and tail element it takes.
-template <class Body, class Shape, class Pass>
+// register cache or loaded), pass.Element for each head and tail element it takes. The first
+// pass over a cache (kArrive) waits for each vector's copies as it reaches it.
+template <class Body, class Shape, bool kArrive, class Pass>
 __device__ __forceinline__ void ForRow(const Body& body, const RowSpan& span, long long r, int t,
                                        const RowCache<Body, Shape>& cache,
                                        const Pass& pass) {
@@ -551,6 +572,7 @@ __device__ __forceinline__ void ForRow(const Body& body, const RowSpan& span, lo
 #pragma unroll
     for (int k = 0; k < Shape::kCacheIters; ++k) {
       const long long j = span.vbegin + static_cast<long long>(k) * kT + t;
+      if constexpr (kArrive) cache.Arrive(k);
       if (k < SureIters<Body, Shape>() || j < span.vend) pass.Vector(span.head + j * kV, cache.Get(body, k, t));
     }
   } else {
@@ -595,6 +617,15 @@ __device__ __forceinline__ void FillEdges(const Body& body, const RowSpan& span,
   }
 }
 
+// The first level whose pass reads the row (0: none does, and the store pass is the first).
+template <class Body>
+__device__ __forceinline__ constexpr int FirstPassLevel() {
+  for (int l = 1; l <= Body::kLevels; ++l) {
+    if ((Body::kPassMask >> l) & 1u) return l;
+  }
+  return 0;
+}
+
 // The barrier generation of level L: how many levels up to L exchange partials.
 template <unsigned kMask, int L>
 __device__ __forceinline__ constexpr unsigned PassIndex() {
@@ -614,7 +645,7 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
   Acc acc;
   body.Init(acc);
   if constexpr ((Body::kPassMask >> L) & 1u) {
-    ForRow<Body, Shape>(body, span, r, t, cache, StepPass<Body, Acc>{body, row, acc, r});
+    ForRow<Body, Shape, L == FirstPassLevel<Body>()>(body, span, r, t, cache, StepPass<Body, Acc>{body, row, acc, r});
     GroupMerge<Shape::kThreadsPerRow, Shape::kBlock>(body, acc, smem);
     if constexpr (Shape::kCluster) {
       ClusterMerge<Shape::kSplit>(body, acc, cluster_slots + (L - 1) * Body::kExchangeWords, 0, threadIdx.x == 0);
@@ -667,6 +698,8 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
   static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
   static_assert(Shape::kWait || (Body::kLevels == 1 && !Body::kStores),
                 "only a one-level body that stores no row-shaped output has its split blocks not wait");
+  static_assert(Shape::kCacheIters == 0 || FirstPassLevel<Body>() > 0 || Body::kStores,
+                "a cached row is read by some pass, which waits for its copies");
   constexpr int kT = Shape::kThreadsPerRow;
   constexpr int kSmemWords = 32 * (Body::kExchangeWords > 2 ? Body::kExchangeWords : 2);
   __shared__ unsigned smem[kSmemWords];
@@ -697,9 +730,9 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
       for (int k = 0; k < Shape::kCacheIters; ++k) {
         const long long j = span.vbegin + static_cast<long long>(k) * kT + t;
         if (k < SureIters<Body, Shape>() || j < span.vend) cache.Fill(body, r, span.head + j * Shape::kV, k, t);
+        cache.Commit();
       }
       FillEdges<Body, Shape>(body, span, r, t, cache);
-      cache.Wait();
     }
     unsigned* barrier = barrier_base ? barrier_base + 3 * r : nullptr;
     unsigned* slots = slots_base ? slots_base + r * Body::kLevels * (Shape::kSplit + 1) * Body::kExchangeWords : nullptr;
@@ -707,15 +740,18 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
     body.BeginRow(r, row);
     bool owner = split == 0;  // the block that stores the per-row outputs
     RowLevels<1, Body, Shape>(body, row, span, r, t, cache, smem, barrier, slots, cluster_slots, split, owner);
+    if constexpr (Shape::kCluster) ClusterArrive();  // this block has read its siblings' slots
     if (active) {
-      if constexpr (Body::kStores) ForRow<Body, Shape>(body, span, r, t, cache, StorePass<Body>{body, row, r});
+      if constexpr (Body::kStores) {
+        ForRow<Body, Shape, FirstPassLevel<Body>() == 0>(body, span, r, t, cache, StorePass<Body>{body, row, r});
+      }
       if (t == 0 && owner) {
         body.StoreRow(row, r);
         if constexpr (Body::kCombines > 0) body.Partials(row, CombinePartials(scratch) + r * Body::kCombines);
       }
     }
     if constexpr (Shape::kCluster) {
-      ClusterSync();  // every block has read this row's slots
+      ClusterWait();  // every block has read this row's slots
     } else if constexpr (Shape::kSplit > 1) {
       SplitLeave(barrier, Shape::kSplit);
     }
