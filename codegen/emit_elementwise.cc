@@ -321,7 +321,7 @@ absl::Status ElementwiseEmitter::EmitVectorBody(int v) {
     lane_ = lane;
     const std::string li = absl::StrCat("(i + ", lane, "LL)");
     for (const Node* o : r_.outputs) {
-      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, li));
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(StoredValue(o), li));
       w_.Line(absl::StrCat(out_arrays[o], "[", lane, "] = ", Coerce(e, ComputeType(o->dtype())).code, ";"));
     }
   }
@@ -340,7 +340,7 @@ absl::Status ElementwiseEmitter::EmitScalarBody() {
   for (const Node* o : r_.outputs) {
     const bool full = o->num_elements() == count;
     if (!full) w_.Open(absl::StrCat("if (i < ", o->num_elements(), "LL)"));
-    KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, "i"));
+    KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(StoredValue(o), "i"));
     w_.Line(absl::StrCat(out_names_.at(o), "[i] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
                          Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));
     if (!full) w_.Close();

@@ -207,7 +207,7 @@ absl::StatusOr<std::string> TiledEmitter::StoreFunction() {
     const std::string name = w_.Fresh("y");
     results[o] = name;
     for (lane_ = 0; lane_ < v_; ++lane_) {
-      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, *at));
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(StoredValue(o), *at));
       w_.Line(absl::StrCat(name, "[", lane_, "] = ", Coerce(e, ComputeType(o->dtype())).code, ";"));
     }
   }

@@ -324,7 +324,7 @@ absl::Status ReduceEmitter::EmitStore(bool vector) {
       const std::string y = w_.Fresh("y");
       w_.Line(absl::StrCat(CTypeName(t), " ", y, "[", lanes, "];"));
       for (int lane = 0; lane < lanes; ++lane) {
-        KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, lane));
+        KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(StoredValue(o), lane));
         w_.Line(absl::StrCat(y, "[", lane, "] = ", Coerce(e, t).code, ";"));
       }
       KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(o, 0));
@@ -338,7 +338,7 @@ absl::Status ReduceEmitter::EmitStore(bool vector) {
       for (int lane = 0; lane < stored; ++lane) {
         const std::string lane_guard = lane > 0 ? Guard(o, lane) : "";
         if (!lane_guard.empty() && lane_guard != guard) w_.Open(absl::StrCat("if (", lane_guard, ")"));
-        KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, lane));
+        KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(StoredValue(o), lane));
         KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(o, lane));
         w_.Line(absl::StrCat(out_names_.at(o), "[", index, "] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
                              Coerce(e, t).code, ");  // ", o->name()));
@@ -365,7 +365,7 @@ absl::Status ReduceEmitter::EmitStoreRow() {
     for (int lane = 0; lane < stored; ++lane) {
       const std::string guard = Guard(o, lane);
       if (!guard.empty()) w_.Open(absl::StrCat("if (", guard, ")"));
-      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, lane));
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(StoredValue(o), lane));
       KILN_ASSIGN_OR_RETURN(std::string index, IndexOf(o, lane));
       w_.Line(absl::StrCat(out_names_.at(o), "[", index, "] = kiln::FromCompute<", StorageTypeName(o->dtype()), ">(",
                            Coerce(e, ComputeType(o->dtype())).code, ");  // ", o->name()));

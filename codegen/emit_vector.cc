@@ -262,7 +262,7 @@ absl::StatusOr<KernelSource> VectorEmitter::Emit() {
     const std::string name = absl::StrCat("y", k);
     decls.push_back(absl::StrCat("    ", CTypeName(ComputeType(o->dtype())), " ", name, "[", v_, "];\n"));
     for (lane_ = 0; lane_ < v_; ++lane_) {
-      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(o, *at));
+      KILN_ASSIGN_OR_RETURN(TypedExpr e, Value(StoredValue(o), *at));
       w_.Line(absl::StrCat(name, "[", lane_, "] = ", Coerce(e, ComputeType(o->dtype())).code, ";"));
     }
     lane_ = 0;

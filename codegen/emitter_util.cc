@@ -113,6 +113,12 @@ std::string NodeComment(const Node* n) {
                       attrs.empty() ? "" : " ", attrs, " : ", DTypeName(n->dtype()));
 }
 
+const Node* StoredValue(const Node* o) {
+  if (o->op() != OpKind::kCast || (o->dtype() != DType::kF16 && o->dtype() != DType::kBF16)) return o;
+  const Node* x = o->operand(0);
+  return ComputeType(x->dtype()) == CType::kFloat ? x : o;
+}
+
 bool IsIndexRemapping(const Node* n) {
   switch (n->op()) {
     case OpKind::kReshape: case OpKind::kTranspose: case OpKind::kSlice: case OpKind::kConcat:

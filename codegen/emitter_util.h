@@ -75,6 +75,11 @@ void FinishKernel(const std::string& kind_tag, const std::vector<std::string>& i
 // not change the source).
 std::string NodeComment(const Node* n);
 
+// The node whose value a store of output `o` narrows: the operand of `o` where `o` is a cast to
+// f16 or bf16 of a value computed in float (FromCompute rounds that operand exactly as the cast
+// does, so the store skips the cast's round trip: two conversions per element), else `o`.
+const Node* StoredValue(const Node* o);
+
 // Whether `n` (a region member) is an op the elementwise emitters handle.
 bool IsIndexRemapping(const Node* n);
 

@@ -37,6 +37,15 @@ template <> __device__ __forceinline__ __half FromCompute<__half>(float x) { ret
 template <> __device__ __forceinline__ __nv_bfloat16 FromCompute<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
 }
+// Two floats narrowed to two 16-bit elements in one instruction (cvt.rn.bf16x2.f32 /
+// cvt.rn.f16x2.f32: the same rounding as FromCompute, a at the lower address).
+__device__ __forceinline__ __nv_bfloat162 PairFromCompute(__nv_bfloat16*, float a, float b) {
+  return __floats2bfloat162_rn(a, b);
+}
+__device__ __forceinline__ __half2 PairFromCompute(__half*, float a, float b) { return __floats2half2_rn(a, b); }
+template <class T> struct HasPairFromCompute { static constexpr bool value = false; };
+template <> struct HasPairFromCompute<__nv_bfloat16> { static constexpr bool value = true; };
+template <> struct HasPairFromCompute<__half> { static constexpr bool value = true; };
 template <class T> __device__ __forceinline__ T FromCompute(long long x);
 template <> __device__ __forceinline__ int FromCompute<int>(long long x) {
   return static_cast<int>(static_cast<unsigned int>(static_cast<unsigned long long>(x)));
@@ -173,7 +182,16 @@ __device__ __forceinline__ void StoreVec(T* __restrict__ p, const C (&in)[V]) {
     ChunkT bits;
     T* elems = reinterpret_cast<T*>(&bits);
 #pragma unroll
-    for (int j = 0; j < kPerChunk; ++j) elems[j] = FromCompute<T>(in[k * kPerChunk + j]);
+    for (int j = 0; j < kPerChunk; ++j) {
+      if constexpr (HasPairFromCompute<T>::value && kPerChunk % 2 == 0) {
+        if (j % 2 == 0) {
+          const auto pair = PairFromCompute(elems, in[k * kPerChunk + j], in[k * kPerChunk + j + 1]);
+          memcpy(elems + j, &pair, sizeof(pair));
+        }
+      } else {
+        elems[j] = FromCompute<T>(in[k * kPerChunk + j]);
+      }
+    }
     StoreChunk(reinterpret_cast<ChunkT*>(p) + k, bits);
   }
 }

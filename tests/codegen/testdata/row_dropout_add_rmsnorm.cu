@@ -119,36 +119,28 @@ struct Body {
     float x0[8];  // w
     kiln::LoadVec<__nv_bfloat16, 8>(in2 + c0, x0);
     const float v1 = (v0 * x0[0]);  // y.mul.2
-    const float v2 = kiln::RoundToBF16(v1);  // y
-    y1[0] = v2;
-    const float v3 = (x.f0[1] * row.v2);  // y.mul.1
-    const float v4 = (v3 * x0[1]);  // y.mul.2
-    const float v5 = kiln::RoundToBF16(v4);  // y
-    y1[1] = v5;
-    const float v6 = (x.f0[2] * row.v2);  // y.mul.1
-    const float v7 = (v6 * x0[2]);  // y.mul.2
-    const float v8 = kiln::RoundToBF16(v7);  // y
-    y1[2] = v8;
-    const float v9 = (x.f0[3] * row.v2);  // y.mul.1
-    const float v10 = (v9 * x0[3]);  // y.mul.2
-    const float v11 = kiln::RoundToBF16(v10);  // y
-    y1[3] = v11;
-    const float v12 = (x.f0[4] * row.v2);  // y.mul.1
-    const float v13 = (v12 * x0[4]);  // y.mul.2
-    const float v14 = kiln::RoundToBF16(v13);  // y
-    y1[4] = v14;
-    const float v15 = (x.f0[5] * row.v2);  // y.mul.1
-    const float v16 = (v15 * x0[5]);  // y.mul.2
-    const float v17 = kiln::RoundToBF16(v16);  // y
-    y1[5] = v17;
-    const float v18 = (x.f0[6] * row.v2);  // y.mul.1
-    const float v19 = (v18 * x0[6]);  // y.mul.2
-    const float v20 = kiln::RoundToBF16(v19);  // y
-    y1[6] = v20;
-    const float v21 = (x.f0[7] * row.v2);  // y.mul.1
-    const float v22 = (v21 * x0[7]);  // y.mul.2
-    const float v23 = kiln::RoundToBF16(v22);  // y
-    y1[7] = v23;
+    y1[0] = v1;
+    const float v2 = (x.f0[1] * row.v2);  // y.mul.1
+    const float v3 = (v2 * x0[1]);  // y.mul.2
+    y1[1] = v3;
+    const float v4 = (x.f0[2] * row.v2);  // y.mul.1
+    const float v5 = (v4 * x0[2]);  // y.mul.2
+    y1[2] = v5;
+    const float v6 = (x.f0[3] * row.v2);  // y.mul.1
+    const float v7 = (v6 * x0[3]);  // y.mul.2
+    y1[3] = v7;
+    const float v8 = (x.f0[4] * row.v2);  // y.mul.1
+    const float v9 = (v8 * x0[4]);  // y.mul.2
+    y1[4] = v9;
+    const float v10 = (x.f0[5] * row.v2);  // y.mul.1
+    const float v11 = (v10 * x0[5]);  // y.mul.2
+    y1[5] = v11;
+    const float v12 = (x.f0[6] * row.v2);  // y.mul.1
+    const float v13 = (v12 * x0[6]);  // y.mul.2
+    y1[6] = v13;
+    const float v14 = (x.f0[7] * row.v2);  // y.mul.1
+    const float v15 = (v14 * x0[7]);  // y.mul.2
+    y1[7] = v15;
     kiln::StoreVec<__nv_bfloat16, 8>(out1 + (r * 64LL + c0), y1);  // y
   }
   __device__ __forceinline__ void StoreRow(const Row& row, long long r) const {
@@ -159,7 +151,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(128) kiln_row_86c700ba1f5ee616(
+extern "C" __global__ void __launch_bounds__(128) kiln_row_8f8b983e8f30275e(
     const __nv_bfloat16* __restrict__ in0,
     const __nv_bfloat16* __restrict__ in1,
     const __nv_bfloat16* __restrict__ in2,

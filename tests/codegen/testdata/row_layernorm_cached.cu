@@ -112,50 +112,42 @@ struct Body {
     float x1[8];  // b
     kiln::LoadVec<__nv_bfloat16, 8>(in2 + c0, x1);
     const float v3 = (v2 + x1[0]);  // y.add.1
-    const float v4 = kiln::RoundToBF16(v3);  // y
-    y0[0] = v4;
-    const float v5 = (x.x0[1] - row.v0);  // y.sub
-    const float v6 = (v5 * row.v3);  // y.mul.1
-    const float v7 = (v6 * x0[1]);  // y.mul.2
-    const float v8 = (v7 + x1[1]);  // y.add.1
-    const float v9 = kiln::RoundToBF16(v8);  // y
-    y0[1] = v9;
-    const float v10 = (x.x0[2] - row.v0);  // y.sub
-    const float v11 = (v10 * row.v3);  // y.mul.1
-    const float v12 = (v11 * x0[2]);  // y.mul.2
-    const float v13 = (v12 + x1[2]);  // y.add.1
-    const float v14 = kiln::RoundToBF16(v13);  // y
-    y0[2] = v14;
-    const float v15 = (x.x0[3] - row.v0);  // y.sub
-    const float v16 = (v15 * row.v3);  // y.mul.1
-    const float v17 = (v16 * x0[3]);  // y.mul.2
-    const float v18 = (v17 + x1[3]);  // y.add.1
-    const float v19 = kiln::RoundToBF16(v18);  // y
-    y0[3] = v19;
-    const float v20 = (x.x0[4] - row.v0);  // y.sub
+    y0[0] = v3;
+    const float v4 = (x.x0[1] - row.v0);  // y.sub
+    const float v5 = (v4 * row.v3);  // y.mul.1
+    const float v6 = (v5 * x0[1]);  // y.mul.2
+    const float v7 = (v6 + x1[1]);  // y.add.1
+    y0[1] = v7;
+    const float v8 = (x.x0[2] - row.v0);  // y.sub
+    const float v9 = (v8 * row.v3);  // y.mul.1
+    const float v10 = (v9 * x0[2]);  // y.mul.2
+    const float v11 = (v10 + x1[2]);  // y.add.1
+    y0[2] = v11;
+    const float v12 = (x.x0[3] - row.v0);  // y.sub
+    const float v13 = (v12 * row.v3);  // y.mul.1
+    const float v14 = (v13 * x0[3]);  // y.mul.2
+    const float v15 = (v14 + x1[3]);  // y.add.1
+    y0[3] = v15;
+    const float v16 = (x.x0[4] - row.v0);  // y.sub
+    const float v17 = (v16 * row.v3);  // y.mul.1
+    const float v18 = (v17 * x0[4]);  // y.mul.2
+    const float v19 = (v18 + x1[4]);  // y.add.1
+    y0[4] = v19;
+    const float v20 = (x.x0[5] - row.v0);  // y.sub
     const float v21 = (v20 * row.v3);  // y.mul.1
-    const float v22 = (v21 * x0[4]);  // y.mul.2
-    const float v23 = (v22 + x1[4]);  // y.add.1
-    const float v24 = kiln::RoundToBF16(v23);  // y
-    y0[4] = v24;
-    const float v25 = (x.x0[5] - row.v0);  // y.sub
-    const float v26 = (v25 * row.v3);  // y.mul.1
-    const float v27 = (v26 * x0[5]);  // y.mul.2
-    const float v28 = (v27 + x1[5]);  // y.add.1
-    const float v29 = kiln::RoundToBF16(v28);  // y
-    y0[5] = v29;
-    const float v30 = (x.x0[6] - row.v0);  // y.sub
-    const float v31 = (v30 * row.v3);  // y.mul.1
-    const float v32 = (v31 * x0[6]);  // y.mul.2
-    const float v33 = (v32 + x1[6]);  // y.add.1
-    const float v34 = kiln::RoundToBF16(v33);  // y
-    y0[6] = v34;
-    const float v35 = (x.x0[7] - row.v0);  // y.sub
-    const float v36 = (v35 * row.v3);  // y.mul.1
-    const float v37 = (v36 * x0[7]);  // y.mul.2
-    const float v38 = (v37 + x1[7]);  // y.add.1
-    const float v39 = kiln::RoundToBF16(v38);  // y
-    y0[7] = v39;
+    const float v22 = (v21 * x0[5]);  // y.mul.2
+    const float v23 = (v22 + x1[5]);  // y.add.1
+    y0[5] = v23;
+    const float v24 = (x.x0[6] - row.v0);  // y.sub
+    const float v25 = (v24 * row.v3);  // y.mul.1
+    const float v26 = (v25 * x0[6]);  // y.mul.2
+    const float v27 = (v26 + x1[6]);  // y.add.1
+    y0[6] = v27;
+    const float v28 = (x.x0[7] - row.v0);  // y.sub
+    const float v29 = (v28 * row.v3);  // y.mul.1
+    const float v30 = (v29 * x0[7]);  // y.mul.2
+    const float v31 = (v30 + x1[7]);  // y.add.1
+    y0[7] = v31;
     kiln::StoreVec<__nv_bfloat16, 8>(out0 + (r * 2048LL + c0), y0);  // y
   }
   __device__ __forceinline__ void StoreRow(const Row& row, long long r) const {
@@ -169,7 +161,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(128) kiln_row_6e390ad9ebc4e190(
+extern "C" __global__ void __launch_bounds__(128) kiln_row_6d84dc6134c9db6a(
     const __nv_bfloat16* __restrict__ in0,
     const __nv_bfloat16* __restrict__ in1,
     const __nv_bfloat16* __restrict__ in2,

@@ -63,43 +63,35 @@ struct Body {
     const float v0 = (x.x0[0] - row.v0);  // y.sub
     const float v1 = kiln::Exp(v0);  // y.exp
     const float v2 = (v1 * row.v2);  // y.div
-    const float v3 = kiln::RoundToBF16(v2);  // y
-    y0[0] = v3;
-    const float v4 = (x.x0[1] - row.v0);  // y.sub
-    const float v5 = kiln::Exp(v4);  // y.exp
-    const float v6 = (v5 * row.v2);  // y.div
-    const float v7 = kiln::RoundToBF16(v6);  // y
-    y0[1] = v7;
-    const float v8 = (x.x0[2] - row.v0);  // y.sub
-    const float v9 = kiln::Exp(v8);  // y.exp
-    const float v10 = (v9 * row.v2);  // y.div
-    const float v11 = kiln::RoundToBF16(v10);  // y
-    y0[2] = v11;
-    const float v12 = (x.x0[3] - row.v0);  // y.sub
+    y0[0] = v2;
+    const float v3 = (x.x0[1] - row.v0);  // y.sub
+    const float v4 = kiln::Exp(v3);  // y.exp
+    const float v5 = (v4 * row.v2);  // y.div
+    y0[1] = v5;
+    const float v6 = (x.x0[2] - row.v0);  // y.sub
+    const float v7 = kiln::Exp(v6);  // y.exp
+    const float v8 = (v7 * row.v2);  // y.div
+    y0[2] = v8;
+    const float v9 = (x.x0[3] - row.v0);  // y.sub
+    const float v10 = kiln::Exp(v9);  // y.exp
+    const float v11 = (v10 * row.v2);  // y.div
+    y0[3] = v11;
+    const float v12 = (x.x0[4] - row.v0);  // y.sub
     const float v13 = kiln::Exp(v12);  // y.exp
     const float v14 = (v13 * row.v2);  // y.div
-    const float v15 = kiln::RoundToBF16(v14);  // y
-    y0[3] = v15;
-    const float v16 = (x.x0[4] - row.v0);  // y.sub
-    const float v17 = kiln::Exp(v16);  // y.exp
-    const float v18 = (v17 * row.v2);  // y.div
-    const float v19 = kiln::RoundToBF16(v18);  // y
-    y0[4] = v19;
-    const float v20 = (x.x0[5] - row.v0);  // y.sub
-    const float v21 = kiln::Exp(v20);  // y.exp
-    const float v22 = (v21 * row.v2);  // y.div
-    const float v23 = kiln::RoundToBF16(v22);  // y
-    y0[5] = v23;
-    const float v24 = (x.x0[6] - row.v0);  // y.sub
-    const float v25 = kiln::Exp(v24);  // y.exp
-    const float v26 = (v25 * row.v2);  // y.div
-    const float v27 = kiln::RoundToBF16(v26);  // y
-    y0[6] = v27;
-    const float v28 = (x.x0[7] - row.v0);  // y.sub
-    const float v29 = kiln::Exp(v28);  // y.exp
-    const float v30 = (v29 * row.v2);  // y.div
-    const float v31 = kiln::RoundToBF16(v30);  // y
-    y0[7] = v31;
+    y0[4] = v14;
+    const float v15 = (x.x0[5] - row.v0);  // y.sub
+    const float v16 = kiln::Exp(v15);  // y.exp
+    const float v17 = (v16 * row.v2);  // y.div
+    y0[5] = v17;
+    const float v18 = (x.x0[6] - row.v0);  // y.sub
+    const float v19 = kiln::Exp(v18);  // y.exp
+    const float v20 = (v19 * row.v2);  // y.div
+    y0[6] = v20;
+    const float v21 = (x.x0[7] - row.v0);  // y.sub
+    const float v22 = kiln::Exp(v21);  // y.exp
+    const float v23 = (v22 * row.v2);  // y.div
+    y0[7] = v23;
     kiln::StoreVec<__nv_bfloat16, 8>(out0 + (r * 40LL + c0), y0);  // y
   }
   __device__ __forceinline__ void StoreRow(const Row& row, long long r) const {
@@ -113,7 +105,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(256) kiln_row_6db222490146a1f2(
+extern "C" __global__ void __launch_bounds__(256) kiln_row_20594e7e99cd3bc8(
     const __nv_bfloat16* __restrict__ in0,
     __nv_bfloat16* __restrict__ out0,
     long long count) {
