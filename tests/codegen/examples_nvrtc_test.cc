@@ -144,6 +144,38 @@ TEST(ExamplesNvrtcTest, SharedMemoryRowCacheCompiles) {
   }
 }
 
+// A store of a cast to bf16 narrows the cast's operand (FromCompute rounds it the same way), so a
+// softmax that ends in a cast emits no RoundToBF16; where the cast's value also feeds other
+// arithmetic (d below) that arithmetic still reads the rounded value. Both compile.
+TEST(ExamplesNvrtcTest, StoresOfACastNarrowItsOperand) {
+  struct Case {
+    const char* text;
+    bool rounds;
+  };
+  const Case cases[] = {
+      {R"(graph g(x: bf16[256,4096]) {
+        y: bf16[256,4096] = softmax(x) {axis = 1}
+        return y
+      })", false},
+      {R"(graph g(x: f32[64,4096]) {
+        c: bf16[64,4096] = cast(x) {dtype = "bf16"}
+        w: f32[64,4096] = cast(c) {dtype = "f32"}
+        d: f32[64,4096] = mul(w, w)
+        return c, d
+      })", true},
+  };
+  std::set<std::string> seen;
+  for (const Case& c : cases) {
+    Analysis a = testing_codegen::AnalyzeText(c.text);
+    for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+      auto ks = EmitKernel(*r, DefaultParams(*r, a.plan.device));
+      ASSERT_TRUE(ks.ok()) << ks.status();
+      EXPECT_EQ(ks->source.find("RoundToBF16") != std::string::npos, c.rounds) << ks->source;
+      CompileAndReport(absl::StrCat("cast store r", r->id), *ks, &seen);
+    }
+  }
+}
+
 // Rows and column tiles split over blocks: the blocks wait for the merged partials (a
 // cooperative launch) exactly where the body uses them after (another level, or outputs of the
 // full space); otherwise the last block merges and stores. Every candidate compiles, in both
