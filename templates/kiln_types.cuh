@@ -89,7 +89,8 @@ __device__ __forceinline__ void LoadVec(const T* __restrict__ p, C (&out)[V]) {
 // Copies the V elements p[0..V) as raw bytes to shared memory at `dst` without passing them
 // through registers: cp.async (sm_80+) in naturally aligned chunks of 4, 8 or 16 bytes (same
 // alignment rule as LoadVec; `dst` aligned alike), plain copies for 1- and 2-byte vectors.
-// The copies complete at AsyncCopyWait(); only the issuing thread may rely on them then.
+// The copies complete at AsyncCopyWait() (or, committed in groups by AsyncCopyCommit, at
+// AsyncCopyWaitGroups / AsyncCopyWaitPending); only the issuing thread may rely on them then.
 template <class T, int V>
 __device__ __forceinline__ void CopyVecAsync(void* dst, const T* __restrict__ p) {
   constexpr int kTotal = V * static_cast<int>(sizeof(T));
