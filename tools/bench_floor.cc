@@ -8,104 +8,10 @@
 #include "ir/base/status.h"
 #include "ir/interpreter.h"
 #include "api/runtime.h"
+#include "runtime/repetitions.h"
 
 namespace kiln {
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-// Every measurement's repetitions, under one L2 policy: when flushing, each repetition is
-// preceded by the flush kernel reading a kL2FlushBytes buffer (on the legacy stream, which the
-// timed work runs on too) outside its timed region, so that it starts with a cold L2 holding no
-// dirty lines.
-class Repetitions {
- public:
-  static absl::StatusOr<Repetitions> Create(bool flush_l2) {
-    Repetitions r;
-    KILN_ASSIGN_OR_RETURN(r.cu_, LoadCudaDriver());
-    CUmodule module;
-    KILN_CU_RETURN_IF_ERROR(r.cu_->cuModuleLoadData(&module, BenchKernelsPtx()));
-    r.module_ = std::shared_ptr<CUmod_st>(module, [cu = r.cu_](CUmodule m) { cu->cuModuleUnload(m); });
-    KILN_CU_RETURN_IF_ERROR(r.cu_->cuModuleGetFunction(&r.spin_kernel_, module, "kiln_spin"));
-    if (flush_l2) {
-      KILN_ASSIGN_OR_RETURN(r.flush_, DeviceBuffer::Allocate(kL2FlushBytes + 16));
-      KILN_CU_RETURN_IF_ERROR(r.cu_->cuMemsetD8(r.flush_.get(), 0, r.flush_.bytes()));
-      KILN_CU_RETURN_IF_ERROR(r.cu_->cuModuleGetFunction(&r.flush_kernel_, module, "kiln_l2_flush_read"));
-    }
-    return r;
-  }
-
-  // Runs `body` (which enqueues work on the legacy stream) `reps` times, each after a lead
-  // kernel: the flush, or with a warm L2 a kLeadNs spin. Either keeps the GPU busy while the
-  // host enqueues the body, so that no timed step includes the host's launch of its kernel
-  // onto an idle GPU (a graph's first step once measured 15 us for a 3 us kernel).
-  template <typename Body>
-  absl::Status Run(int reps, Body body) const {
-    for (int i = 0; i < reps; ++i) {
-      KILN_RETURN_IF_ERROR(flush_.get() != 0 ? Flush() : Spin());
-      KILN_RETURN_IF_ERROR(body());
-    }
-    return absl::OkStatus();
-  }
-
-  // Runs `body` `reps` times with events around it (the flush stays outside them); ms each.
-  template <typename Body>
-  absl::StatusOr<std::vector<double>> Time(int reps, Body body) const {
-    CUevent start, stop;
-    KILN_CU_RETURN_IF_ERROR(cu_->cuEventCreate(&start, CU_EVENT_DEFAULT));
-    KILN_CU_RETURN_IF_ERROR(cu_->cuEventCreate(&stop, CU_EVENT_DEFAULT));
-    std::vector<double> ms;
-    absl::Status status = Run(reps, [&]() -> absl::Status {
-      KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(start, nullptr));
-      KILN_RETURN_IF_ERROR(body());
-      KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(stop, nullptr));
-      KILN_CU_RETURN_IF_ERROR(cu_->cuEventSynchronize(stop));
-      float t = 0;
-      KILN_CU_RETURN_IF_ERROR(cu_->cuEventElapsedTime(&t, start, stop));
-      ms.push_back(t);
-      return absl::OkStatus();
-    });
-    cu_->cuEventDestroy(start);
-    cu_->cuEventDestroy(stop);
-    if (!status.ok()) return status;
-    return ms;
-  }
-
-  // The median of `reps` timed runs after `warmup` untimed ones, in ms.
-  template <typename Body>
-  absl::StatusOr<double> MedianMs(int warmup, int reps, Body body) const {
-    KILN_RETURN_IF_ERROR(Run(warmup, body));
-    KILN_ASSIGN_OR_RETURN(std::vector<double> ms, Time(reps, body));
-    return Median(std::move(ms));
-  }
-
- private:
-  absl::Status Flush() const {
-    CUdeviceptr p = flush_.get(), sink = flush_.get() + kL2FlushBytes;
-    unsigned long long words = kL2FlushBytes / 16;
-    void* args[] = {&p, &words, &sink};
-    KILN_CU_RETURN_IF_ERROR(cu_->cuLaunchKernel(flush_kernel_, 1024, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
-    return absl::OkStatus();
-  }
-
-  absl::Status Spin() const {
-    unsigned long long ns = kLeadNs;
-    void* args[] = {&ns};
-    KILN_CU_RETURN_IF_ERROR(cu_->cuLaunchKernel(spin_kernel_, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
-    return absl::OkStatus();
-  }
-
-  static constexpr unsigned long long kLeadNs = 50000;
-  const CudaDriver* cu_ = nullptr;
-  DeviceBuffer flush_;  // empty: warm L2
-  std::shared_ptr<CUmod_st> module_;
-  CUfunction flush_kernel_ = nullptr;
-  CUfunction spin_kernel_ = nullptr;
-};
 
 double StepFlops(const Step& s) {
   if (s.kind != Step::Kind::kMatmul) return 0;
@@ -146,66 +52,6 @@ absl::StatusOr<double> MeasureMatmulTflops(const Repetitions& reps) {
 }
 
 }  // namespace
-
-const char* BenchKernelsPtx() {
-  return R"(.version 7.0
-.target sm_70
-.address_size 64
-
-.visible .entry kiln_l2_flush_read(.param .u64 param_p, .param .u64 param_n, .param .u64 param_sink)
-{
-    .reg .pred %done, %hit;
-    .reg .b32 %a<4>, %x, %rtid, %rntid, %rctaid, %rnctaid;
-    .reg .b64 %i, %step, %base, %addr, %sink, %n, %t;
-
-    ld.param.u64 %base, [param_p];
-    ld.param.u64 %n, [param_n];
-    ld.param.u64 %sink, [param_sink];
-    mov.u32 %rtid, %tid.x;
-    mov.u32 %rntid, %ntid.x;
-    mov.u32 %rctaid, %ctaid.x;
-    mov.u32 %rnctaid, %nctaid.x;
-    mul.wide.u32 %i, %rctaid, %rntid;
-    cvt.u64.u32 %t, %rtid;
-    add.u64 %i, %i, %t;
-    mul.wide.u32 %step, %rnctaid, %rntid;
-    mov.u32 %x, 0;
-LOOP:
-    setp.ge.u64 %done, %i, %n;
-    @%done bra END;
-    shl.b64 %addr, %i, 4;
-    add.u64 %addr, %base, %addr;
-    ld.global.cg.v4.u32 {%a0, %a1, %a2, %a3}, [%addr];
-    xor.b32 %x, %x, %a0;
-    xor.b32 %x, %x, %a1;
-    xor.b32 %x, %x, %a2;
-    xor.b32 %x, %x, %a3;
-    add.u64 %i, %i, %step;
-    bra LOOP;
-END:
-    setp.ne.u32 %hit, %x, 1802071150;
-    @%hit bra DONE;
-    st.global.u32 [%sink], %x;
-DONE:
-    ret;
-}
-
-.visible .entry kiln_spin(.param .u64 param_ns)
-{
-    .reg .pred %wait;
-    .reg .b64 %t0, %t, %d, %ns;
-
-    ld.param.u64 %ns, [param_ns];
-    mov.u64 %t0, %globaltimer;
-SPIN:
-    mov.u64 %t, %globaltimer;
-    sub.u64 %d, %t, %t0;
-    setp.lt.u64 %wait, %d, %ns;
-    @%wait bra SPIN;
-    ret;
-}
-)";
-}
 
 absl::StatusOr<double> MeasureCopyBandwidth(bool flush_l2, int64_t bytes, int reps) {
   KILN_ASSIGN_OR_RETURN(Repetitions repetitions, Repetitions::Create(flush_l2));

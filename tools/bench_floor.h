@@ -40,14 +40,6 @@ struct BenchStep {
   double flops = 0;
 };
 
-// The bytes read before each repetition when flushing L2: triton's do_bench size.
-inline constexpr int64_t kL2FlushBytes = int64_t{256} << 20;
-// The bench's two kernels, as PTX (the driver compiles it; no NVRTC): the flush,
-// kiln_l2_flush_read(p, n, sink), which reads n 16-byte words of p with ld.global.cg,
-// grid-stride, and stores their xor to sink only if it equals a value a zeroed buffer never
-// gives (so the loads cannot be removed); and kiln_spin(ns), which waits ns nanoseconds on
-// the global timer (the lead before each repetition when the L2 stays warm).
-const char* BenchKernelsPtx();
 // The copy-bandwidth measurement: the median of this many copies of this many bytes.
 inline constexpr int64_t kCopyBandwidthBytes = int64_t{1} << 30;
 inline constexpr int kCopyBandwidthReps = 20;

@@ -64,6 +64,12 @@ DeviceSpec H200Spec() {
   s.name = "h200";
   s.dram_bytes_per_us = 4.3e6;           // 4.3 TB/s copy measured on the lent H200 (2026-10-28)
   s.l2_bytes = 60LL << 20;               // torch on the lent H200 reported 60 MB
+  s.sm_bytes_per_us = H100Spec().sm_bytes_per_us * 4.3 / 3.0;  // the h100 estimate scaled by the
+                                         // bandwidth per SM, as the auto spec on the H200 scales it
+                                         // (api/compiler.cc): the named spec chose other launches
+                                         // than the GPU's own (col_mean over [4096, 11008] f16:
+                                         // split 128, measured 201 us, where auto's unsplit tile
+                                         // measured 27.3; H200, L2 flushed, session 26 run 1)
   s.matmul_bf16_flops_per_us = 788e6;    // 8192^3 bf16 matmul measured on the lent H200
   s.provenance = "named spec h200 (H200 141GB); constants documented in passes/cost/device_spec.cc";
   return s;

@@ -205,7 +205,14 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   double best = -1;
   for (const int vector : {VectorElements(region, I), ragged}) {
     if (vector == 0) continue;
-    const int64_t min_lanes = std::max<int64_t>(1, 64 / std::max<int64_t>(1, vector * 2));
+    // At least 64 bytes of a row at once: 4 lanes of a 16-byte vector, whatever its dtype (a
+    // lane counted as 2-byte elements kept f32 columns at 8 lanes, where 4 measured up to 21%
+    // faster: the mean over the middle axis of [16, 3000, 80] f32, 8.6 against 10.9 us, H200).
+    int64_t lane_bytes = 1;
+    for (const Node* in : region.inputs) {
+      if (placement.Of(in).reduced()) lane_bytes = std::max<int64_t>(lane_bytes, vector * ByteSize(in->dtype()));
+    }
+    const int64_t min_lanes = std::max<int64_t>(1, 64 / lane_bytes);
     const double worth = ColumnThreadWorth(vector, I);
     const int64_t most_split = I % vector != 0 ? 1 : 512;
     for (int64_t lanes = std::min<int64_t>(kWarp, RoundUpPow2((I + vector - 1) / vector)); lanes >= 1; lanes /= 2) {

@@ -18,6 +18,7 @@
 #include "runtime/file_util.h"
 #include "runtime/jit/lower.h"
 #include "runtime/launch.h"
+#include "runtime/repetitions.h"
 
 namespace kiln {
 namespace {
@@ -87,8 +88,8 @@ absl::StatusOr<std::string> DeviceName(const CudaDriver* cu) {
 // Times the kernels of one region on its own random inputs and picks one.
 class RegionTimer {
  public:
-  RegionTimer(const CudaDriver* cu, const Graph& graph, const TuneOptions& options)
-      : cu_(cu), graph_(graph), options_(options) {}
+  RegionTimer(const CudaDriver* cu, const Graph& graph, const TuneOptions& options, const Repetitions& repetitions)
+      : cu_(cu), graph_(graph), options_(options), repetitions_(repetitions) {}
 
   absl::Status Time(const RegionCandidates& rc, const std::vector<CachedKernel>& compiled, TunedRegion* out) {
     const Region& region = *rc.region;
@@ -165,29 +166,10 @@ class RegionTimer {
         }
         ++output;
       }
-      // Then the time: warm-up, then `reps` launches each between two events.
-      for (int i = 0; i < options_.warmup; ++i) KILN_RETURN_IF_ERROR(launch());
-      std::vector<CUevent> events(2 * options_.reps);
-      for (CUevent& e : events) KILN_CU_RETURN_IF_ERROR(cu_->cuEventCreate(&e, CU_EVENT_DEFAULT));
-      absl::Status timed = [&]() -> absl::Status {
-        for (int i = 0; i < options_.reps; ++i) {
-          KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(events[2 * i], nullptr));
-          KILN_RETURN_IF_ERROR(launch());
-          KILN_CU_RETURN_IF_ERROR(cu_->cuEventRecord(events[2 * i + 1], nullptr));
-        }
-        KILN_CU_RETURN_IF_ERROR(cu_->cuEventSynchronize(events.back()));
-        std::vector<double> ms(options_.reps);
-        for (int i = 0; i < options_.reps; ++i) {
-          float t = 0;
-          KILN_CU_RETURN_IF_ERROR(cu_->cuEventElapsedTime(&t, events[2 * i], events[2 * i + 1]));
-          ms[i] = t;
-        }
-        std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-        out->us[c] = ms[ms.size() / 2] * 1000.0;
-        return absl::OkStatus();
-      }();
-      for (CUevent& e : events) cu_->cuEventDestroy(e);
-      KILN_RETURN_IF_ERROR(timed);
+      // Then the time: warm-up, then `reps` launches, each after the lead (with a cold L2 by
+      // default) and between two events.
+      KILN_ASSIGN_OR_RETURN(const double ms, repetitions_.MedianMs(options_.warmup, options_.reps, launch));
+      out->us[c] = ms * 1000.0;
     }
     out->chosen = 0;
     for (size_t c = 1; c < out->us.size(); ++c) {
@@ -202,6 +184,7 @@ class RegionTimer {
   const CudaDriver* cu_;
   const Graph& graph_;
   const TuneOptions& options_;
+  const Repetitions& repetitions_;
 };
 
 }  // namespace
@@ -250,7 +233,7 @@ absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, 
     }
     if (rc.params.size() < 2) continue;
     std::string key_text = absl::StrCat("kiln-tune-1\n", device_name, "\n", options.arch, "\n", options.warmup, " ",
-                                        options.reps, " ", options.min_gain, "\n");
+                                        options.reps, " ", options.min_gain, options.flush_l2 ? " flushed" : " warm", "\n");
     for (size_t c = 0; c < rc.sources.size(); ++c) {
       absl::StrAppend(&key_text, rc.params[c].ToString(), "\n", c == 0 ? rc.sources[c].source : rc.sources[c].name,
                       "\n");
@@ -263,7 +246,8 @@ absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, 
   KILN_ASSIGN_OR_RETURN(std::vector<CachedKernel> compiled,
                         cache.GetOrCompileAll(batch, options.arch, options.compile_threads));
 
-  RegionTimer timer(cu, graph, options);
+  KILN_ASSIGN_OR_RETURN(Repetitions repetitions, Repetitions::Create(options.flush_l2));
+  RegionTimer timer(cu, graph, options, repetitions);
   for (const RegionCandidates& rc : regions) {
     TunedRegion tuned;
     tuned.region = rc.region->id;

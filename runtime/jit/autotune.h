@@ -12,8 +12,9 @@
 //     size or split adds in another order: a sum of 16384 f32 terms that cancels to 0.05
 //     differs by 5e-5 between two orders); one that does not is a compiler bug, returned as an
 //     Internal error naming both;
-//   * each candidate is launched `warmup` times, then `reps` times between CUDA events; its
-//     time is the median;
+//   * each candidate is launched `warmup` times, then `reps` times between CUDA events, each
+//     launch after a read of 256 MiB that empties L2 (TuneOptions::flush_l2, as `kiln bench
+//     --flush-l2` and bench/zoo.py time whole graphs); its time is the median;
 //   * the fastest wins if it beats the default by more than `min_gain` (a relative margin,
 //     so that noise does not flip a choice between equals; `long_min_gain` where the default
 //     takes over `long_kernel_us`, whose medians repeat far closer: decoding attention's 1.5 ms
@@ -51,6 +52,9 @@ struct TuneOptions {
   double long_kernel_us = 200;
   bool reuse = true;            // take a remembered choice instead of timing
   bool remember = true;         // write the choices to disk
+  bool flush_l2 = true;         // each timed launch starts with a cold L2 (runtime/repetitions.h), as
+                                // `kiln bench --flush-l2` and the zoo time them: with a warm L2 a
+                                // region whose bytes fit in it is tuned for the wrong bandwidth
 };
 
 struct TunedRegion {

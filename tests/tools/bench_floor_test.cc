@@ -2,6 +2,7 @@
 // GPU, that ptxas assembles it for sm_90 (a syntax error would otherwise first show on a GPU).
 // And the report's launch counts and CUDA graph time, in text and JSON.
 #include "tools/bench_floor.h"
+#include "runtime/repetitions.h"
 
 #include <cstdio>
 #include <cstdlib>
