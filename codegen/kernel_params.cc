@@ -242,8 +242,8 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.block_size = static_cast<int>(fit.threads);
     p.rows_per_block = 1;
   }
-  // Streamed rows take two vectors per thread per loop step.
-  p.chunk = fit.on_chip ? 0 : ThreadsPerRow(p) * p.vector_width * 2;
+  // Streamed rows take kStreamedUnroll vectors per thread per loop step.
+  p.chunk = fit.on_chip ? 0 : StreamedChunk(ThreadsPerRow(p), p.vector_width);
   return p;
 }
 
@@ -381,7 +381,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     KernelParams p = d;
     p.block_size = block;
     if (d.rows_per_block != 1) p.rows_per_block = block / g;
-    if (p.chunk > 0) p.chunk = ThreadsPerRow(p) * p.vector_width * 2;
+    if (p.chunk > 0) p.chunk = StreamedChunk(ThreadsPerRow(p), p.vector_width);
     // A shared cache takes the same bytes per block whatever its threads: the same residency.
     if (d.min_blocks > 0) p.min_blocks = std::min(d.min_blocks, kMaxBoundedThreadsPerSm / block);
     add(p);
@@ -390,13 +390,20 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (d.rows_per_block == 1 || lanes < 4 || lanes > 32) continue;
     KernelParams p = d;
     p.rows_per_block = p.block_size / lanes;
-    if (p.chunk > 0) p.chunk = lanes * p.vector_width * 2;
+    if (p.chunk > 0) p.chunk = StreamedChunk(lanes, p.vector_width);
     add(p);
+  }
+  if (d.chunk > 0) {  // more vectors in flight per thread in the streamed loop (up to 8)
+    for (int unroll : {2 * kStreamedUnroll, 4 * kStreamedUnroll}) {
+      KernelParams p = d;
+      p.chunk = static_cast<int64_t>(g) * d.vector_width * unroll;
+      if (unroll <= 8) add(p);
+    }
   }
   {
     KernelParams p = d;  // the other caching choice
     const int64_t tpr = ThreadsPerRow(p);
-    p.chunk = d.chunk == 0 ? tpr * p.vector_width * 2 : 0;
+    p.chunk = d.chunk == 0 ? StreamedChunk(tpr, p.vector_width) : 0;
     p.smem = false;
     p.min_blocks = 0;
     if (p.chunk > 0 || RegisterCacheMayHold(region, p)) add(p);

@@ -71,6 +71,13 @@ struct KernelParams {
   bool operator!=(const KernelParams& other) const { return !(*this == other); }
 };
 
+// A streamed row's vectors in flight per thread (row_reduce.cuh's kUnroll): its chunk is
+// threads per row x vector x this.
+inline constexpr int kStreamedUnroll = 2;
+inline int64_t StreamedChunk(int64_t threads_per_row, int vector_width) {
+  return threads_per_row * vector_width * kStreamedUnroll;
+}
+
 // Checks the ranges above (not the fit to a region: EmitKernel does that).
 // Threads that share one row of a row kernel: block_size / rows_per_block.
 inline int ThreadsPerRow(const KernelParams& p) { return p.block_size / p.rows_per_block; }
