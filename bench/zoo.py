@@ -609,6 +609,10 @@ def derived(rec):
     return {
         "floor_us": bench.get("floor_us") if kiln else None,
         "floor_over_kiln": bench["floor_us"] / kiln if kiln and bench.get("floor_us") else None,
+        # One copy of the same bytes, timed as kiln is (kiln bench's same_size_copy_us): what a
+        # single launch moving them costs, latency and ramp included.
+        "copy_us": bench.get("same_size_copy_us") or None if kiln else None,
+        "copy_over_kiln": bench["same_size_copy_us"] / kiln if kiln and bench.get("same_size_copy_us") else None,
         "speedup_over_compile": compiled / kiln if kiln and compiled else None,
         "measured_over_predicted": kiln / bench["predicted_us"] if kiln and bench.get("predicted_us") else None,
     }
@@ -637,6 +641,7 @@ def summary_line(records):
         ratio, name = max(errors, key=lambda e: abs(math.log(e[0])))
         worst = f"{100 * (ratio - 1):+.0f}% ({name}: measured {ratio:.2f} x predicted)"
     return (f"zoo: {len(records)} workloads, L2 flushed: floor/kiln {min_and_geomean('floor_over_kiln')}; "
+            f"same-size copy/kiln {min_and_geomean('copy_over_kiln')}; "
             f"speed-up over torch.compile {min_and_geomean('speedup_over_compile')}; "
             f"worst prediction error {worst}")
 
@@ -664,6 +669,7 @@ def cell(value, width, fmt):
 
 
 TABLE_HEADER = (f"{'workload':<31} {'class':<11} {'MB':>7} {'floor us':>9} {'kiln us':>9} {'floor/k':>7} "
+                f"{'copy us':>8} {'copy/k':>6} "
                 f"{'eager us':>9} {'compile us':>10} {'x compile':>9} {'pred us':>9} {'pred err':>8}  problems")
 
 
@@ -673,7 +679,8 @@ def table_row(rec):
     predicted = rec["kiln"]["predicted_us"] if timed(rec, "kiln") else None
     return (f"{rec['name']:<31} {rec['class']:<11} {rec['compulsory_bytes'] / 1e6:>7.1f} "
             f"{cell(d['floor_us'], 9, '.1f')} {cell(timed(rec, 'kiln'), 9, '.1f')} "
-            f"{cell(d['floor_over_kiln'], 7, '.2f')} {cell(timed(rec, 'eager'), 9, '.1f')} "
+            f"{cell(d['floor_over_kiln'], 7, '.2f')} {cell(d['copy_us'], 8, '.1f')} {cell(d['copy_over_kiln'], 6, '.2f')} "
+            f"{cell(timed(rec, 'eager'), 9, '.1f')} "
             f"{cell(timed(rec, 'compile'), 10, '.1f')} {cell(d['speedup_over_compile'], 9, '.2f')} "
             f"{cell(predicted, 9, '.1f')} {cell(err, 7, '+.0f')}{'%' if err is not None else ' '}  "
             + "; ".join(problems(rec))[:200])

@@ -19,7 +19,9 @@ double StepFlops(const Step& s) {
   return 2.0 * m.m * m.n * m.k * m.batch * s.matmul.calls.size();
 }
 
-absl::StatusOr<double> CopyBandwidth(const Repetitions& repetitions, int64_t bytes, int reps) {
+// The median time in ms of one device-to-device copy of `bytes` (read once, written once), after
+// 3 warm-ups, under `repetitions`' L2 policy.
+absl::StatusOr<double> CopyMs(const Repetitions& repetitions, int64_t bytes, int reps) {
   KILN_ASSIGN_OR_RETURN(const CudaDriver* cu, LoadCudaDriver());
   KILN_ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(bytes));
   KILN_ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(bytes));
@@ -28,7 +30,11 @@ absl::StatusOr<double> CopyBandwidth(const Repetitions& repetitions, int64_t byt
     KILN_CU_RETURN_IF_ERROR(cu->cuMemcpyDtoDAsync(dst.get(), src.get(), bytes, nullptr));
     return absl::OkStatus();
   };
-  KILN_ASSIGN_OR_RETURN(double ms, repetitions.MedianMs(3, reps, body));
+  return repetitions.MedianMs(3, reps, body);
+}
+
+absl::StatusOr<double> CopyBandwidth(const Repetitions& repetitions, int64_t bytes, int reps) {
+  KILN_ASSIGN_OR_RETURN(double ms, CopyMs(repetitions, bytes, reps));
   return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
 
@@ -121,6 +127,10 @@ absl::StatusOr<BenchReport> BenchExecutable(Executable& exe, const Graph& graph,
   }
   memory.clear();
   KILN_ASSIGN_OR_RETURN(r.copy_gbps, CopyBandwidth(repetitions, kCopyBandwidthBytes, kCopyBandwidthReps));
+  if (r.compulsory_bytes >= 2) {
+    KILN_ASSIGN_OR_RETURN(const double copy_ms, CopyMs(repetitions, r.compulsory_bytes / 2, reps));
+    r.same_size_copy_us = copy_ms * 1e3;
+  }
   if (r.flops > 0) {
     KILN_ASSIGN_OR_RETURN(r.matmul_tflops, MeasureMatmulTflops(repetitions));
   }
@@ -149,6 +159,10 @@ std::string BenchReport::ToText() const {
   absl::StrAppendFormat(&s, "\ncompulsory bytes %d, FLOPs %.3g, floor %.2f us\n", compulsory_bytes, flops, floor_us);
   absl::StrAppendFormat(&s, "graph: %.2f us measured, %.2f us predicted; floor / time = %.2f\n", graph_us,
                         predicted_us, floor_ratio());
+  if (same_size_copy_us > 0) {
+    absl::StrAppendFormat(&s, "same-size copy: %.2f us (the compulsory bytes, half read and half written, by one "
+                          "device-to-device copy); copy / time = %.2f\n", same_size_copy_us, same_size_copy_us / graph_us);
+  }
   absl::StrAppendFormat(&s, "stream launches: %.2f us per run, %s\n", graph_us, launches.ToString());
   if (cuda_graph_us > 0) {
     absl::StrAppendFormat(&s, "cuda graph:      %.2f us per run, 1 launch (1 CUDA graph); %.2fx the stream's speed\n",
@@ -162,9 +176,9 @@ std::string BenchReport::ToJson() const {
       "{\"graph\": \"%s\", \"device\": \"%s\", \"arch\": \"%s\", \"driver\": %d, \"reps\": %d, \"l2\": \"%s\", "
       "\"l2_flush_bytes\": %d, \"copy_gbps\": %.1f, "
       "\"matmul_tflops\": %.1f, \"compulsory_bytes\": %d, \"flops\": %.6g, \"floor_us\": %.3f, \"graph_us\": %.3f, "
-      "\"predicted_us\": %.3f, \"floor_ratio\": %.4f, ",
+      "\"predicted_us\": %.3f, \"floor_ratio\": %.4f, \"same_size_copy_us\": %.3f, ",
       graph, device, arch, driver_version, reps, l2_policy(), l2_flushed ? kL2FlushBytes : 0, copy_gbps, matmul_tflops,
-      compulsory_bytes, flops, floor_us, graph_us, predicted_us, floor_ratio());
+      compulsory_bytes, flops, floor_us, graph_us, predicted_us, floor_ratio(), same_size_copy_us);
   absl::StrAppendFormat(&s,
                         "\"launches_per_run\": {\"kernels\": %d, \"library_calls\": %d, \"copies\": %d, "
                         "\"total\": %d}, ",

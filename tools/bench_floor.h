@@ -5,6 +5,10 @@
 //   matmul rate     median over 10 bf16 8192^3 cuBLASLt products (only for graphs with matmuls)
 //   floor           max(compulsory bytes / copy bandwidth, matmul FLOPs / matmul rate);
 //                   compulsory bytes are the graph's inputs and outputs
+//   same-size copy  median of `reps` device-to-device copies of half the compulsory bytes (so
+//                   that one copy moves them all), under the same L2 policy: the time one launch
+//                   moving these bytes takes here, its latency and ramp included (the floor
+//                   leaves them out)
 //   graph time      median of `reps` runs (CUDA events around Run), after 5 warm-ups; random
 //                   inputs (seed 1, never zeros)
 //   step times      median over `reps` runs with an event after every step
@@ -62,6 +66,11 @@ struct BenchReport {
   double floor_us = 0, graph_us = 0, predicted_us = 0;
   LaunchCounts launches;     // per stream run
   double cuda_graph_us = 0;  // 0 when not measured
+  // One device-to-device copy of compulsory_bytes / 2 (so that it moves the compulsory bytes),
+  // timed as the graph is: what a kernel launch moving these bytes costs on this GPU, launch
+  // latency and ramp included. Below ~100 MB it sits well above floor_us (H200, L2 flushed:
+  // 0.65 of the floor at 51 MB, 0.85 at 134 MB; bench/results/2026-11-28-session26.md).
+  double same_size_copy_us = 0;
   std::vector<BenchStep> steps;
 
   double floor_ratio() const { return graph_us > 0 ? floor_us / graph_us : 0; }

@@ -109,12 +109,12 @@ class ZooGraphsTest(unittest.TestCase):
         self.assertEqual(kinds, ["view"], report)
 
 
-def bench_record(graph_us, floor_us, predicted_us, regions):
+def bench_record(graph_us, floor_us, predicted_us, regions, copy_us=None):
     """A `kiln bench --json` record, reduced to what zoo.py reads."""
     steps = [{"region": r, "label": f"region {r}", "kind": "kernel", "predicted_us": p, "measured_us": m}
              for r, m, p in regions]
     return {"graph_us": graph_us, "floor_us": floor_us, "predicted_us": predicted_us, "copy_gbps": 3000.0,
-            "steps": steps}
+            "same_size_copy_us": copy_us, "steps": steps}
 
 
 def workload_record(name, kiln, eager_us, compile_us, eager_ok=True):
@@ -127,8 +127,9 @@ class ZooReportTest(unittest.TestCase):
     """The summary line and the slow regions from results of two shards (made-up figures)."""
 
     def test_report_merges_shards_into_one_summary(self):
-        a = workload_record("a", bench_record(50.0, 40.0, 45.0, [(0, 50.0, 45.0)]), 120.0, 100.0)
-        b = workload_record("b", bench_record(30.0, 10.0, 10.0, [(0, 25.0, 5.0), (1, 5.0, 5.0)]), 20.0, 15.0)
+        a = workload_record("a", bench_record(50.0, 40.0, 45.0, [(0, 50.0, 45.0)], copy_us=45.0), 120.0, 100.0)
+        b = workload_record("b", bench_record(30.0, 10.0, 10.0, [(0, 25.0, 5.0), (1, 5.0, 5.0)], copy_us=15.0), 20.0,
+                            15.0)
         c = workload_record("c", {"error": "kiln bench exited 1: boom"}, 10.0, 9.0, eager_ok=False)
         with tempfile.TemporaryDirectory() as tmp:
             paths = [pathlib.Path(tmp) / "1.json", pathlib.Path(tmp) / "2.json"]
@@ -137,6 +138,7 @@ class ZooReportTest(unittest.TestCase):
             out = zoo_py("--report", *paths).stdout
         self.assertEqual(out.strip().splitlines()[-1],
                          "zoo: 3 workloads, L2 flushed: floor/kiln min 0.33 (b), geomean 0.52 over 2; "
+                         "same-size copy/kiln min 0.50 (b), geomean 0.67 over 2; "
                          "speed-up over torch.compile min 0.50 (b), geomean 1.00 over 2; "
                          "worst prediction error +200% (b: measured 3.00 x predicted)")
         self.assertIn("regions measured above 2 x their prediction: 1\n  b region 0: 25.0 us measured, "
