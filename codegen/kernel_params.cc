@@ -307,8 +307,8 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       if (p.block_size % p.tile_n == 0) add(p);
     }
     // Narrower tiles (4 lanes at the least: 64 bytes of a row), each with the block's threads,
-    // with half of them, or with 1024; at the default split, a quarter of it, or none. Of 300 to
-    // 500 launch shapes timed per column region on the H200 (session 26, run 1), the fastest were
+    // with half of them, or with 1024; at the default split, a quarter of it, or none. Of 240 to
+    // 516 launch shapes timed per column region on the H200 (session 26, run 1), the fastest were
     // of this family where they beat the default: the sum over [16384, 1024] f32, 4 lanes x 256
     // threads along K unsplit, 20.2 against 22.0 us; the max over [32768, 768] f32, 8 lanes,
     // split 16, 28.2 against 29.6; softmax over the middle axis of [8, 1024, 512] f32, 4 lanes
@@ -393,11 +393,11 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (p.chunk > 0) p.chunk = StreamedChunk(lanes, p.vector_width);
     add(p);
   }
-  if (d.chunk > 0) {  // more vectors in flight per thread in the streamed loop (up to 8)
-    for (int unroll : {2 * kStreamedUnroll, 4 * kStreamedUnroll}) {
+  if (d.chunk > 0) {  // 4 and 8 vectors in flight per thread in the streamed loop (its most: 8)
+    for (int unroll : {4, 8}) {
       KernelParams p = d;
       p.chunk = static_cast<int64_t>(g) * d.vector_width * unroll;
-      if (unroll <= 8) add(p);
+      add(p);
     }
   }
   {
