@@ -439,18 +439,21 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       if (split != d.split) p.min_blocks = 0;  // another share per block: another residency
       if (region.reduce->space.reduced / split >= 1024) add(p);
     }
-    // Streamed, with every block of every row resident at once (two or three 512-thread blocks
-    // an SM): where the blocks wait for their row's merge before another pass, that pass
-    // re-reads a tensor that may still be in L2, and no second wave waits behind the first.
-    const int64_t rows = region.reduce->space.outer;
-    for (int64_t per_sm : {2, 3}) {
+    // Streamed, with every block of every row resident at once (two 512-thread blocks an SM):
+    // where the blocks wait for their row's merge before another pass, that pass re-reads a
+    // tensor that may still be in L2, and no second wave waits behind the first. (Three an SM
+    // measured faster where the registers let them all stay, 31.2 against 32.6 us for
+    // layer_norm over 32 rows of 262144 f32, but a cooperative launch of 396 blocks failed on
+    // a row of 1M bf16: 264 fit; H200, session 26 runs 6 and 7.)
+    {
+      const int64_t rows = std::max<int64_t>(region.reduce->space.outer, 1);
       KernelParams p = d;
       p.block_size = 512;
       p.rows_per_block = 1;
       p.smem = false;
       p.cluster = false;
       p.min_blocks = 0;
-      p.split = static_cast<int>(std::min<int64_t>(per_sm * device.sm_count / std::max<int64_t>(rows, 1), 1024));
+      p.split = static_cast<int>(std::min<int64_t>(2 * device.sm_count / rows, 1024));
       p.chunk = StreamedChunk(512, p.vector_width);
       if (region.reduce->fit.split_waits && p.split > 1 && region.reduce->space.reduced / p.split >= 1024) add(p);
     }

@@ -43,6 +43,20 @@ void CompileAndReport(const std::string& what, const KernelSource& ks, std::set<
   ASSERT_TRUE(compiled.ok()) << what << ":\n" << ks.source << "\n" << compiled.status();
   EXPECT_FALSE(compiled->cubin.empty());
   if (spill_limit >= 0) EXPECT_LE(compiled->spill_store_bytes, spill_limit) << what << " spills:\n" << compiled->log;
+  if (ks.launch.cooperative) {
+    // A cooperative launch needs at least one group of blocks (a split row's) resident at once
+    // on a 132-SM sm_90 GPU (runtime/launch.h's PrepareKernel refuses it otherwise, and the
+    // GPU test of that candidate fails): registers allocated per warp in units of 256, 64K per
+    // SM; at most 2048 threads; shared memory with 1 KB reserved per block.
+    const int64_t warps = (ks.launch.block + 31) / 32;
+    const int64_t warp_registers = (compiled->registers * 32 + 255) / 256 * 256;
+    const int64_t smem = compiled->static_smem_bytes + ks.launch.dynamic_smem_bytes + 1024;
+    const int64_t per_sm = std::min({int64_t{2048} / ks.launch.block, int64_t{65536} / (warp_registers * warps),
+                                     int64_t{233472} / smem});
+    EXPECT_LE(ks.launch.blocks_per_item_group, 132 * per_sm)
+        << what << ": a cooperative group of " << ks.launch.blocks_per_item_group << " blocks, " << per_sm
+        << " resident per SM at " << compiled->registers << " registers";
+  }
   std::string notes;
   for (const std::string& n : ks.notes) notes += " | " + n;
   std::printf("%-44s %s %-32s %7.1f ms %3d regs %3lld spill%s\n", what.c_str(), ks.name.c_str(),
@@ -205,6 +219,11 @@ TEST(ExamplesNvrtcTest, SplitReductionsCompileWithAndWithoutWaits) {
       })", true},
       {R"(graph g(x: f32[4,1000000]) {
         y: f32[4,1000000] = softmax(x) {axis = 1}
+        return y
+      })", true},
+      // One row: a whole split is one cooperative group, which must be resident at once.
+      {R"(graph g(x: bf16[1,1048576], w: bf16[1048576], b: bf16[1048576]) {
+        y: bf16[1,1048576] = layer_norm(x, w, b) {axis = 1, eps = 1e-05}
         return y
       })", true},
   };
