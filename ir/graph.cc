@@ -78,6 +78,9 @@ absl::StatusOr<Node*> Graph::AddInput(const std::string& name, DType dtype, Shap
 }
 
 absl::StatusOr<Node*> Graph::AddConstant(const std::string& name, Tensor value) {
+  if (auto n = CheckedNumElements(value.shape()); !n.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("constant \"", name, "\": ", n.status().message()));
+  }
   auto node = std::unique_ptr<Node>(new Node());
   node->name_ = name.empty() ? FreshName("c") : name;
   node->op_ = OpKind::kConstant;

@@ -1,5 +1,7 @@
 #include "ir/shape.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -13,16 +15,21 @@ int64_t NumElements(const Shape& shape) {
 
 absl::StatusOr<int64_t> CheckedNumElements(const Shape& shape) {
   constexpr int64_t kMaxElements = int64_t{1} << 48;
-  int64_t n = 1;
+  // The product of the nonzero dimensions is bounded too: a tensor with a zero dimension has no
+  // elements, but its strides (RowMajorStrides) multiply the others.
+  const bool empty = std::count(shape.begin(), shape.end(), 0) > 0;
+  int64_t nonzero = 1;
   for (int64_t d : shape) {
     if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension in ", ShapeToString(shape)));
-    if (d != 0 && n > kMaxElements / d) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shape ", ShapeToString(shape), " has more than 2^48 elements"));
+    if (d == 0) continue;
+    if (nonzero > kMaxElements / d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shape ", ShapeToString(shape),
+          empty ? " has nonzero dimensions whose product exceeds 2^48" : " has more than 2^48 elements"));
     }
-    n *= d;
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 std::string ShapeToString(const Shape& shape) {

@@ -14,7 +14,8 @@ using Shape = std::vector<int64_t>;  // [] is a scalar
 
 int64_t NumElements(const Shape& shape);
 // NumElements, or an error when a dimension is negative or the count exceeds 2^48 elements
-// (beyond any GPU's memory; also keeps byte counts far from int64 overflow).
+// (beyond any GPU's memory; also keeps byte counts far from int64 overflow); the product of the
+// nonzero dimensions is held to 2^48 as well, so that an empty tensor's strides do not overflow.
 absl::StatusOr<int64_t> CheckedNumElements(const Shape& shape);
 // "[16384,8192]"; "[]" for a scalar.
 std::string ShapeToString(const Shape& shape);

@@ -80,7 +80,8 @@ constexpr char kTuneUsage[] = R"(usage: kiln tune GRAPH [--reps N] [--device NAM
 Autotunes GRAPH's kernels on this GPU: for every generated kernel, codegen's launch-parameter
 candidates (block size, a warp or a block per row, the row cached in registers or streamed)
 are compiled, checked against the default's outputs, and timed (median of N launches after
-warm-up, random inputs); the fastest is kept when it beats the default by more than 3%.
+warm-up, random inputs, each launch after a 256 MiB read that leaves the L2 cold, as
+`kiln bench --flush-l2` times); the fastest is kept when it beats the default by more than 3%.
 Prints each kernel's candidates and times. The choices are remembered in the cache directory
 ($KILN_CACHE_DIR), so `kiln compile`, `run` and `bench` on this GPU use them without timing
 again; `kiln tune` itself always times afresh.

@@ -109,6 +109,23 @@ TEST(GraphTest, RejectsAttentionMismatches) {
   ExpectRejected(g.AddNode(OpKind::kAttention, {q, k32, v}), {"different dtype"});
 }
 
+// An empty tensor's other dimensions still multiply into its strides: their product is held to
+// 2^48 like an element count (a fuzzed ONNX constant of dims [0, 1468395526463145000, 83]
+// overflowed RowMajorStrides when the importer folded a cast of it).
+TEST(GraphTest, EmptyShapesWithHugeDimensionsAreErrors) {
+  EXPECT_EQ(*CheckedNumElements({0, int64_t{1} << 40, 83}), 0);
+  const absl::StatusOr<int64_t> huge = CheckedNumElements({0, int64_t{1} << 50, 83});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_TRUE(absl::StrContains(huge.status().message(), "nonzero dimensions whose product exceeds 2^48"))
+      << huge.status();
+  EXPECT_FALSE(CheckedNumElements({int64_t{1} << 30, int64_t{1} << 30}).ok());
+  Graph g;
+  const absl::StatusOr<Node*> c = g.AddConstant("c", Tensor(DType::kF32, {0, int64_t{1} << 50, 83}));
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::StrContains(c.status().message(), "constant \"c\"")) << c.status();
+  EXPECT_TRUE(g.AddConstant("d", Tensor(DType::kF32, {0, 83})).ok());
+}
+
 TEST(GraphTest, RejectsDuplicateAndInvalidNames) {
   Graph g;
   ASSERT_TRUE(g.AddInput("x", DType::kF32, {2}).ok());
