@@ -40,6 +40,10 @@ for d in (64, 128):
         for causal in (False, True):
             CONFIGS.append((f"f32_S{s}_D{d}{'_causal' if causal else ''}", 16384 // s, 16, 16, s, s, d, causal, "f32"))
 CONFIGS.append(("f32_decode_T8192_gqa4", 16, 16, 4, 1, 8192, 64, False, "f32"))
+# Grouped-query prefill (Llama's 32 query heads on 8 K/V heads), and an odd shape no kernel was tuned on.
+for causal in (False, True):
+    CONFIGS.append((f"gqa8_S4096_D128{'_causal' if causal else ''}", 2, 32, 8, 4096, 4096, 128, causal, "bf16"))
+CONFIGS.append(("gqa4_S2000_D96_causal", 2, 16, 4, 2000, 2000, 96, True, "bf16"))
 TORCH_DTYPE = {"bf16": "bfloat16", "f32": "float32"}
 
 

@@ -40,7 +40,21 @@ AttentionTiles TilesOf(const KernelParams& p) {
   t.split = p.split;
   t.wgmma = p.wgmma;
   t.min_blocks = p.min_blocks;
+  t.tma = p.tma;
   return t;
+}
+
+// The TMA kernel's coordinates of K/V batch b in the operand's tensor map (dims 2, 3, ...).
+std::string TmaCoords(const char* name, const AttentionOperand& op) {
+  std::string s = absl::StrCat("  __device__ __forceinline__ void ", name, "(long long b, int (&c)[5]) const {");
+  int dim = 2;
+  for (const TmaBatchAtom& a : TmaBatchAtoms(op)) {
+    std::string coord = a.inner == 1 ? "b" : absl::StrCat("b / ", a.inner, "LL");
+    if (!a.outermost) coord = absl::StrCat("(", coord, ") % ", a.extent, "LL");
+    absl::StrAppend(&s, " c[", dim++, "] = static_cast<int>(", coord, ");");
+  }
+  if (dim == 2) absl::StrAppend(&s, " (void)b; (void)c;");
+  return absl::StrCat(s, " }\n");
 }
 
 }  // namespace
@@ -49,9 +63,9 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   KILN_CHECK(region.attention != nullptr) << "attention region " << region.id << " has no plan";
   const AttentionPlan& plan = *region.attention;
   const AttentionTiles tiles = TilesOf(params);
-  if (tiles.warps * 32 != params.block_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("KernelParams ", params.ToString(), ": an attention block is 32 x warps threads"));
+  if (tiles.Threads() != params.block_size) {
+    return absl::InvalidArgumentError(absl::StrCat("KernelParams ", params.ToString(),
+                                                   ": an attention block is 32 x warps threads (+ 128 with tma)"));
   }
   // The emitter knows no device: the tiles must fit the h100 spec's limits (sm_90's largest
   // block); a GPU with less shared memory refuses the launch with the driver's message.
@@ -61,7 +75,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   KernelSource ks;
   ks.kind = region.kind;
   ks.template_name = KindInfo(region.kind).runs_as;
-  if (params.wgmma) ks.template_name = "attention_sm90.cuh";
+  if (params.wgmma) ks.template_name = params.tma ? "attention_sm90_tma.cuh" : "attention_sm90.cuh";
   std::vector<std::string> call_params, fields;
   std::map<const Node*, std::string> in_names, out_names;
   PointerParams(region, &ks.args, &call_params, &fields, &in_names, &out_names);
@@ -87,6 +101,11 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   absl::StrAppend(&body, "  __device__ __forceinline__ T* O(long long b) const { return ",
                   out_names.at(plan.out.view.source), " + ", BatchOffset(plan.out), "; }  // ", plan.out.ToString(),
                   "\n");
+  if (tiles.tma) {
+    absl::StrAppend(&body, "  static constexpr int kKRank = ", 2 + TmaBatchAtoms(plan.k).size(),
+                    ", kVRank = ", 2 + TmaBatchAtoms(plan.v).size(), ";  // K's and V's tensor maps\n");
+    absl::StrAppend(&body, TmaCoords("KCoords", plan.k), TmaCoords("VCoords", plan.v));
+  }
   if (plan.lse) {
     absl::StrAppend(&body, "  __device__ __forceinline__ float* Lse(long long b) const { return ", out_names.at(plan.lse),
                     " + b * kS; }  // ", plan.lse->name(), ": f32 log-sum-exp per query row\n");
@@ -123,10 +142,26 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   ks.has_scratch = tiles.split > 1;
   if (ks.has_scratch) call_params.push_back("void* __restrict__ scratch");
   call_params.push_back("long long count");
+  if (tiles.tma) {
+    call_params.push_back("const __grid_constant__ kiln::tma::TensorMap k_map");
+    call_params.push_back("const __grid_constant__ kiln::tma::TensorMap v_map");
+    auto arg_of = [&](const Node* source) {
+      for (size_t a = 0; a < ks.args.size(); ++a) {
+        if (!ks.args[a].is_output && ks.args[a].tensor == source->name()) return static_cast<int>(a);
+      }
+      KILN_CHECK(false) << "attention operand " << source->name() << " is not a kernel argument";
+      return -1;
+    };
+    ks.launch.tensor_maps = {AttentionTensorMap(plan, plan.k, plan.D, tiles, arg_of(plan.k.view.source)),
+                             AttentionTensorMap(plan, plan.v, plan.E, tiles, arg_of(plan.v.view.source))};
+  }
+  const std::string kernel = !tiles.wgmma ? "kiln::AttentionKernel"
+                             : tiles.tma  ? "kiln::AttentionKernelSm90Tma"
+                                          : "kiln::AttentionKernelSm90";
   const std::string call = absl::StrCat(
-      tiles.wgmma ? "kiln::AttentionKernelSm90" : "kiln::AttentionKernel", "<Body, kiln::AttentionShape<", tiles.block_m, ", ", tiles.block_n, ", ", tiles.warps, ", ",
+      kernel, "<Body, kiln::AttentionShape<", tiles.block_m, ", ", tiles.block_n, ", ", tiles.warps, ", ",
       tiles.stages, ", ", q_in_registers ? "true" : "false", ", ", tiles.split, ">>(body, count, ",
-      ks.has_scratch ? "scratch" : "nullptr", ");");
+      tiles.tma ? "&k_map, &v_map" : ks.has_scratch ? "scratch" : "nullptr", ");");
   ks.count = plan.batch / plan.group;
   ks.count_meaning = "K/V batches";
   ks.scratch_bytes_per_count = AttentionScratchBytesPerBatch(plan, tiles);
@@ -136,9 +171,11 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
   ks.launch.grid_z = tiles.split;
   ks.launch.dynamic_smem_bytes = static_cast<int>(AttentionSmemBytes(plan, tiles));
   ks.params = params;
-  ks.notes.push_back(absl::StrCat(tiles.wgmma ? "sm_90a wgmma kernel, " : "mma.sync kernel, ", "tiles ", tiles.block_m, " queries x ", tiles.block_n, " keys, ", tiles.warps,
+  ks.notes.push_back(absl::StrCat(tiles.tma     ? "sm_90a wgmma kernel, K and V by TMA from a producer warpgroup, "
+                                  : tiles.wgmma ? "sm_90a wgmma kernel, "
+                                                : "mma.sync kernel, ", "tiles ", tiles.block_m, " queries x ", tiles.block_n, " keys, ", tiles.warps,
                                   " warps, ", tiles.stages, " stages",
-                                  tiles.wgmma ? (tiles.stages == 3 ? "; each tile's softmax overlaps the previous tile's p v" : "")
+                                  tiles.wgmma ? (tiles.stages == 3 || tiles.tma ? "; each tile's softmax overlaps the previous tile's p v" : "")
                                   : q_in_registers ? ", Q in registers" : ", Q reloaded from shared memory per key tile",
                                   plan.causal ? "; causal: key tiles past each block's last row skipped" : "",
                                   plan.group > 1 ? absl::StrCat("; ", plan.group, " query heads per K/V head in one block") : "",
@@ -153,7 +190,7 @@ absl::StatusOr<KernelSource> EmitAttentionKernel(const Region& region, const Ker
       "Generated by codegen/emit_attention.cc from these nodes (layout ops folded into Q/K/V/O):"};
   for (const Node* n : region.nodes) comment.push_back(absl::StrCat("  ", NodeComment(n)));
   FinishKernel(KindInfo(region.kind).tag,
-               tiles.wgmma ? std::vector<std::string>{"kiln_types.cuh", "attention_sm90.cuh"}
+               tiles.wgmma ? std::vector<std::string>{"kiln_types.cuh", ks.template_name}
                            : std::vector<std::string>{"kiln_types.cuh", "attention.cuh"},
                comment, params, call_params, body, call, &ks);
   return ks;

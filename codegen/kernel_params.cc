@@ -21,6 +21,7 @@ std::string KernelParams::ToString() const {
   if (warps_n != 0) absl::StrAppend(&s, " warps_n=", warps_n);
   if (min_blocks != 0) absl::StrAppend(&s, " min_blocks=", min_blocks);
   if (wgmma) absl::StrAppend(&s, " wgmma");
+  if (tma) absl::StrAppend(&s, " tma");
   if (smem) absl::StrAppend(&s, " smem");
   if (cluster) absl::StrAppend(&s, " cluster");
   return s;
@@ -99,13 +100,14 @@ bool IsFlat(const Region& region) {
 // The attention template's tiles as KernelParams: tile_m x tile_n, warps, stages.
 KernelParams AttentionParams(const AttentionTiles& t) {
   KernelParams p;
-  p.block_size = 32 * t.warps;
+  p.block_size = t.Threads();
   p.tile_m = t.block_m;
   p.tile_n = t.block_n;
   p.warps = t.warps;
   p.stages = t.stages;
   p.split = t.split;
   p.wgmma = t.wgmma;
+  p.tma = t.tma;
   p.min_blocks = t.min_blocks;
   return p;
 }

@@ -31,6 +31,9 @@
 //   min_blocks      blocks per SM the compiler must fit (caps registers; 0: its own choice)
 //   wgmma           attention: the sm_90a warpgroup kernel (templates/attention_sm90.cuh)
 //                   instead of the mma.sync one; only on devices with DeviceSpec::wgmma
+//   tma             attention (with wgmma): K and V copied by the tensor memory accelerator
+//                   from a producer warpgroup (templates/attention_sm90_tma.cuh); the block
+//                   has 32 x warps + 128 threads
 #ifndef KILN_CODEGEN_KERNEL_PARAMS_H_
 #define KILN_CODEGEN_KERNEL_PARAMS_H_
 
@@ -57,12 +60,13 @@ struct KernelParams {
   int warps_n = 0;
   int min_blocks = 0;  // __launch_bounds__'s minimum resident blocks per SM (0: none)
   bool wgmma = false;
+  bool tma = false;
   bool smem = false;
   bool cluster = false;  // the blocks of a split row (column tile) form one thread-block cluster
                          // (sm_90) and merge through distributed shared memory, not global memory
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
-  // (" split=4", " tile=64x64", " stages=2", " warps=4", " warps_n=4", " min_blocks=2", " wgmma", " smem",
+  // (" split=4", " tile=64x64", " stages=2", " warps=4", " warps_n=4", " min_blocks=2", " wgmma", " tma", " smem",
   // " cluster").
   std::string ToString() const;
   // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).

@@ -40,6 +40,7 @@ std::string KernelSource::Signature() const {
     absl::StrAppend(&s, "  scratch: ", scratch_fixed_bytes, " + ", scratch_bytes_per_count, " * count bytes\n");
   }
   absl::StrAppend(&s, "  count = ", count, " ", count_meaning, "; ", launch.ToString(), "\n");
+  for (const TensorMapSpec& m : launch.tensor_maps) absl::StrAppend(&s, "  tensor map: ", m.ToString(), "\n");
   return s;
 }
 

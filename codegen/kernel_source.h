@@ -5,7 +5,8 @@
 //   extern "C" __global__ void NAME(const T0* __restrict__ in0, ..., const Tk* __restrict__ ink,
 //                                   U0* __restrict__ out0, ..., Um* __restrict__ outm,
 //                                   [void* __restrict__ scratch,]
-//                                   long long count)
+//                                   long long count
+//                                   [, const __grid_constant__ kiln::tma::TensorMap map0, ...])
 //
 //  * Pointer parameters follow `args`: the region's inputs in Region::inputs order, then its
 //    outputs in Region::outputs order. Each points to a dense row-major tensor of the arg's
@@ -22,6 +23,9 @@
 //    iteration space (pointwise, layout, other reductions) or the number of rows (row
 //    reductions). It is a run-time argument so a new batch size reuses the kernel; the region's
 //    own value is `count`.
+//  * `map0 ...` are present iff launch.tensor_maps is not empty: one TMA tensor map each
+//    (templates/tma.cuh), in that order, which the runtime encodes from the TensorMapSpec
+//    (ir/tensor_map.h) and the address of the pointer parameter it names, at every launch.
 //  * Launch: a grid of launch.Grid(count) x grid_y x grid_z blocks of launch.block threads
 //    (1-D blocks), launch.dynamic_smem_bytes of dynamic shared memory (above 48 KB the runtime
 //    raises the kernel's limit with cuFuncSetAttribute), thread-block clusters of cluster_x
@@ -45,6 +49,7 @@
 #include "codegen/kernel_params.h"
 #include "ir/dtype.h"
 #include "ir/shape.h"
+#include "ir/tensor_map.h"
 #include "passes/fusion/region.h"
 
 namespace kiln {
@@ -65,6 +70,7 @@ struct LaunchRule {
   int dynamic_smem_bytes = 0;
   int cluster_x = 1;              // blocks per thread-block cluster along x (sm_90); 1: none
   bool cooperative = false;       // every block resident at once (blocks wait for each other)
+  std::vector<TensorMapSpec> tensor_maps;  // the trailing tensor-map parameters, in order
 
   // ceil(count / items_per_block) x blocks_per_item_group, clamped to [1, max_grid] (a
   // multiple of blocks_per_item_group).

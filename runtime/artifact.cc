@@ -113,6 +113,19 @@ std::string SerializeProgram(const Program& p) {
         w.I64(s.kernel.launch.cluster_x);
         w.I64(s.kernel.launch.cooperative ? 1 : 0);
         w.I64(s.kernel.launch.grid_multiple);
+        w.U64(s.kernel.launch.tensor_maps.size());
+        for (const TensorMapSpec& m : s.kernel.launch.tensor_maps) {
+          w.I64(m.arg);
+          w.I64(m.offset);
+          w.Str(DTypeName(m.dtype));
+          w.I64(m.rank);
+          for (int d = 0; d < TensorMapSpec::kMaxRank; ++d) {
+            w.I64(m.dims[d]);
+            w.I64(m.strides[d]);
+            w.I64(m.box[d]);
+          }
+          w.I64(m.swizzle_bytes);
+        }
         break;
       case Step::Kind::kMatmul:
         WriteSpec(w, s.matmul.spec);
@@ -230,6 +243,19 @@ absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::
         s.kernel.launch.cluster_x = r.Int("kernel cluster");
         s.kernel.launch.cooperative = r.I64("kernel cooperative") != 0;
         s.kernel.launch.grid_multiple = r.I64("kernel grid multiple");
+        for (uint64_t j = 0, count = r.Count("kernel tensor maps"); j < count && r.ok(); ++j) {
+          TensorMapSpec& m = s.kernel.launch.tensor_maps.emplace_back();
+          m.arg = r.Int("tensor map arg");
+          m.offset = r.I64("tensor map offset");
+          m.dtype = ReadDtype(r, "tensor map dtype");
+          m.rank = r.Int("tensor map rank");
+          for (int d = 0; d < TensorMapSpec::kMaxRank; ++d) {
+            m.dims[d] = r.I64("tensor map dim");
+            m.strides[d] = r.I64("tensor map stride");
+            m.box[d] = r.Int("tensor map box");
+          }
+          m.swizzle_bytes = r.Int("tensor map swizzle");
+        }
         break;
       case Step::Kind::kMatmul: {
         s.matmul.spec = ReadSpec(r);

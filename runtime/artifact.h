@@ -22,8 +22,8 @@ namespace kiln {
 // 2: matmul alignment, the lowering ledger; 3: the launch shape (3-D grid, clusters,
 // cooperative launches, grid multiple) and kernels built from templated Bodies; 4: the matmul
 // relu epilogue flag (32), which a version-3 reader would silently drop; 5: kernels' in-place
-// pairs (an output placed over an input).
-inline constexpr uint32_t kArtifactVersion = 5;
+// pairs (an output placed over an input); 6: kernels' TMA tensor maps (ir/tensor_map.h).
+inline constexpr uint32_t kArtifactVersion = 6;
 
 std::string SerializeProgram(const Program& program);
 absl::StatusOr<Program> DeserializeProgram(const std::string& bytes, const std::string& where = "artifact");

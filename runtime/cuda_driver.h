@@ -47,6 +47,7 @@ namespace kiln {
   X(cuLaunchKernel)                   \
   X(cuLaunchKernelEx)                 \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuTensorMapEncodeTiled)           \
   X(cuMemAlloc)                       \
   X(cuMemFree)                        \
   X(cuMemGetInfo)                     \

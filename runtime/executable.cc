@@ -248,21 +248,20 @@ absl::Status Executable::EnqueueSteps(absl::Span<const DeviceTensor> inputs, abs
   for (size_t id = 0; id < p.buffers.size(); ++id) {
     if (p.buffers[id].kind == BufferKind::kAlias) address[id] = address[ResolveAlias(p.buffers, id)];
   }
-  std::vector<void*> params;
+  LaunchArgs args;
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const Step& step = p.steps[s];
     switch (step.kind) {
       case Step::Kind::kKernel: {
         const KernelStep& k = step.kernel;
-        std::vector<CUdeviceptr> pointers;
-        for (int id : k.args) pointers.push_back(address[id]);
-        if (k.scratch >= 0) pointers.push_back(address[k.scratch]);
-        long long count = k.count;
-        params.clear();
-        for (CUdeviceptr& ptr : pointers) params.push_back(&ptr);
-        params.push_back(&count);
-        absl::Status launched =
-            LaunchKernel(*cu, impl_->functions[s], k.launch, impl_->grids[s], params.data(), stream);
+        args.pointers.clear();
+        for (int id : k.args) args.pointers.push_back(address[id]);
+        if (k.scratch >= 0) args.pointers.push_back(address[k.scratch]);
+        args.count = k.count;
+        absl::Status launched = args.Bind(*cu, k.launch);
+        if (launched.ok()) {
+          launched = LaunchKernel(*cu, impl_->functions[s], k.launch, impl_->grids[s], args.data(), stream);
+        }
         if (!launched.ok()) {
           return absl::Status(launched.code(),
                               absl::StrCat("step ", s, " (", step.label, ") kernel ", k.name, ": ", launched.message()));

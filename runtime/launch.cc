@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "ir/base/status.h"
 
 namespace kiln {
 
@@ -73,6 +74,56 @@ absl::Status LaunchKernel(const CudaDriver& cu, CUfunction function, const Launc
   config.attrs = attrs;
   config.numAttrs = n;
   KILN_CU_RETURN_IF_ERROR(cu.cuLaunchKernelEx(&config, function, params, nullptr));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CUtensorMap> EncodeTensorMap(const CudaDriver& cu, const TensorMapSpec& spec, CUdeviceptr base) {
+  CUtensorMapDataType type;
+  switch (spec.dtype) {
+    case DType::kBF16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case DType::kF16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case DType::kF32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("tensor map ", spec.ToString(), ": no TMA type for ",
+                                                     DTypeName(spec.dtype)));
+  }
+  const CUdeviceptr origin = base + static_cast<CUdeviceptr>(spec.offset * ByteSize(spec.dtype));
+  if (origin % 16 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor map ", spec.ToString(), ": its origin (argument ", spec.arg,
+                                                   " + ", spec.offset, " elements) is not 16-byte aligned"));
+  }
+  cuuint64_t dims[TensorMapSpec::kMaxRank], strides[TensorMapSpec::kMaxRank];
+  cuuint32_t box[TensorMapSpec::kMaxRank], element_strides[TensorMapSpec::kMaxRank];
+  for (int d = 0; d < spec.rank; ++d) {
+    dims[d] = static_cast<cuuint64_t>(spec.dims[d]);
+    if (d > 0) strides[d - 1] = static_cast<cuuint64_t>(spec.strides[d]);
+    box[d] = static_cast<cuuint32_t>(spec.box[d]);
+    element_strides[d] = 1;
+  }
+  CUtensorMap map;
+  KILN_CU_RETURN_IF_ERROR(cu.cuTensorMapEncodeTiled(
+      &map, type, static_cast<cuuint32_t>(spec.rank), reinterpret_cast<void*>(origin), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      spec.swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return map;
+}
+
+absl::Status LaunchArgs::Bind(const CudaDriver& cu, const LaunchShape& shape) {
+  maps.clear();
+  maps.reserve(shape.tensor_maps.size());
+  for (const TensorMapSpec& spec : shape.tensor_maps) {
+    if (spec.arg < 0 || spec.arg >= static_cast<int>(pointers.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor map ", spec.ToString(), " names argument ", spec.arg, " of ",
+                                                     pointers.size()));
+    }
+    KILN_ASSIGN_OR_RETURN(CUtensorMap map, EncodeTensorMap(cu, spec, pointers[spec.arg]));
+    maps.push_back(map);
+  }
+  params.clear();
+  for (CUdeviceptr& p : pointers) params.push_back(&p);
+  params.push_back(&count);
+  for (CUtensorMap& m : maps) params.push_back(&m);
   return absl::OkStatus();
 }
 

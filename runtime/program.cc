@@ -112,6 +112,15 @@ absl::Status Program::Validate() const {
           l.grid % l.grid_multiple != 0 || k.count < 0) {
         return Bad(absl::StrCat("step ", s, " has a bad launch shape"));
       }
+      for (const TensorMapSpec& m : l.tensor_maps) {
+        bool ok = m.arg >= 0 && m.arg < static_cast<int>(k.args.size()) && m.offset >= 0 && m.rank >= 2 &&
+                  m.rank <= TensorMapSpec::kMaxRank && (m.swizzle_bytes == 0 || m.swizzle_bytes == 128);
+        for (int d = 0; ok && d < m.rank; ++d) {
+          ok = m.dims[d] >= 1 && m.dims[d] <= (int64_t{1} << 32) && m.box[d] >= 1 && m.box[d] <= 256 &&
+               (d == 0 || (m.strides[d] > 0 && m.strides[d] % 16 == 0 && m.strides[d] < (int64_t{1} << 40)));
+        }
+        if (!ok) return Bad(absl::StrCat("step ", s, " has a bad tensor map: ", m.ToString()));
+      }
       for (const auto& [in, out] : k.in_place) {
         const int args = static_cast<int>(k.args.size());
         if (in < 0 || in >= args || out < 0 || out >= args || in == out ||

@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "ir/dtype.h"
 #include "ir/shape.h"
+#include "ir/tensor_map.h"
 #include "runtime/matmul.h"
 
 namespace kiln {
@@ -57,6 +58,9 @@ struct LaunchShape {
   int cluster_x = 1;          // blocks per cluster along x; 1: no cluster
   bool cooperative = false;   // every block resident at once
   int64_t grid_multiple = 1;  // the x extent stays a multiple of this (blocks that share a row)
+  // The kernel's trailing TMA tensor maps (codegen/kernel_source.h), encoded at each launch from
+  // the address of the pointer argument each names (runtime/launch.h LaunchArgs).
+  std::vector<TensorMapSpec> tensor_maps;
 };
 
 struct KernelStep {

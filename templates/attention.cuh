@@ -142,15 +142,17 @@ struct SplitScratch {
 // Rows [row0, row0 + kRows) of an operand, kCols (padded) columns, into shared memory, 16 bytes
 // (kVec elements) per cp.async, the threads of the block taking consecutive chunks (coalesced reads); row_ptr(r)
 // is row r's first element, or null past the operand (zeros are written), and columns from
-// cols_valid on are zeros too. place(r, col) is where element (r, col) goes.
+// cols_valid on are zeros too. place(r, col) is where element (r, col) goes. `thread` is this
+// thread's index among the kThreads that share the load.
 template <int kRows, int kCols, int kThreads, class T, class Place, class RowPtr>
-__device__ __forceinline__ void LoadRows(const Place& place, int row0, int cols_valid, const RowPtr& row_ptr) {
+__device__ __forceinline__ void LoadRows(const Place& place, int row0, int cols_valid, const RowPtr& row_ptr,
+                                         int thread = static_cast<int>(threadIdx.x)) {
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kChunks = kCols / kVec;  // 16-byte chunks per row
   static_assert(kCols % kVec == 0, "rows are whole 16-byte chunks");
 #pragma unroll
   for (int i = 0; i < (kRows * kChunks + kThreads - 1) / kThreads; ++i) {
-    const int c = static_cast<int>(threadIdx.x) + i * kThreads;
+    const int c = thread + i * kThreads;
     if (kRows * kChunks % kThreads != 0 && c >= kRows * kChunks) break;
     const int r = c / kChunks, col = (c % kChunks) * kVec;
     const T* row = row_ptr(row0 + r);

@@ -55,6 +55,11 @@ DeviceSpec H100Spec() {
                                            // (kinds::PriceAttention): fitted to 426 TFLOP/s at
                                            // D 128 and 361 at D 64 (S 16384, bf16) on the lent
                                            // H200, 2026-11-26 (bench/results/...-session12)
+  s.attention_tma_flops_per_us = 840e6;    // templates/attention_sm90_tma.cuh, priced the same
+                                           // way: fitted to 492 us without the mask (32/8 heads,
+                                           // S 4096, D 128, bf16; causal 252 us, predicted 276)
+                                           // on the lent H200, 2026-11-28 (bench/results/
+                                           // 2026-11-28-session27.md)
   s.provenance = "named spec h100 (H100 SXM5 80GB); constants documented in passes/cost/device_spec.cc";
   return s;
 }

@@ -39,6 +39,7 @@ struct DeviceSpec {
   bool wgmma = false;                   // sm_90a: warpgroup MMA (wgmma); the attention kernel of
                                         // templates/attention_sm90.cuh is a candidate
   double attention_wgmma_flops_per_us = 0;  // that kernel's rate (0 where there is no wgmma)
+  double attention_tma_flops_per_us = 0;    // its TMA form's (templates/attention_sm90_tma.cuh)
   bool clusters = false;                // sm_90 and later: thread-block clusters with distributed
                                         // shared memory (a split row's blocks merge through it)
   std::string provenance;

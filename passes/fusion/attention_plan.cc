@@ -256,8 +256,9 @@ namespace {
 // measured D 128: 128 x 64 3 stages 153-162 (estimate 168), 128 x 128 3 stages 229-254 (232),
 // 128 x 128 2 stages 221 (200).
 int RegisterEstimate(const AttentionPlan& plan, const AttentionTiles& t, bool q_in_registers) {
-  if (t.wgmma) {
-    return t.block_n / 2 + (t.stages == 3 ? 2 : 1) * t.block_n / 4 + static_cast<int>(PaddedHeadDim(t, plan.E)) / 2 + 40;
+  if (t.wgmma) {  // the TMA kernel always overlaps two tiles
+    return t.block_n / 2 + (t.stages == 3 || t.tma ? 2 : 1) * t.block_n / 4 +
+           static_cast<int>(PaddedHeadDim(t, plan.E)) / 2 + 40;
   }
   // Q fragments: 4 registers per 32-byte k step, D / 4 for 16-bit types, D / 2 for f32.
   const int64_t q_regs = PaddedHeadDim(plan.D) * ByteSize(plan.attention->dtype()) / 8;
@@ -267,6 +268,7 @@ int RegisterEstimate(const AttentionPlan& plan, const AttentionTiles& t, bool q_
 }  // namespace
 
 int AttentionBlocksPerSm(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
+  if (t.tma) return 1;  // its warpgroups share the SM's registers (setmaxnreg)
   const int64_t smem = AttentionSmemBytes(plan, t) + 1024;
   const int64_t regs = static_cast<int64_t>(std::min(255, RegisterEstimate(plan, t, AttentionQInRegisters(plan, t)))) *
                        32 * t.warps;
@@ -295,18 +297,83 @@ bool AttentionQInRegisters(const AttentionPlan& plan, const AttentionTiles& tile
   return !tiles.wgmma && RegisterEstimate(plan, tiles, true) <= 255;
 }
 
+std::vector<TmaBatchAtom> TmaBatchAtoms(const AttentionOperand& op) {
+  std::vector<TmaBatchAtom> atoms;
+  int64_t inner = 1;
+  for (size_t a = op.batch.size(); a-- > 0;) {
+    const ViewAtom& atom = op.batch[a];
+    if (atom.stride != 0 && atom.extent > 1) atoms.push_back({atom.extent, atom.stride, inner, a == 0});
+    inner *= atom.extent;
+  }
+  return atoms;
+}
+
+FusionDecision AttentionTmaFit(const AttentionPlan& plan) {
+  if (ByteSize(plan.attention->dtype()) != 2 || plan.group != 1) {
+    return FusionDecision::Forbid("attention-tma", plan.group != 1 ? "query heads packed per K/V head (decoding)"
+                                                                   : "TMA tiles are 16-bit here");
+  }
+  const int64_t limit = int64_t{1} << 32;
+  for (const auto& [name, op] : {std::pair<const char*, const AttentionOperand*>{"k", &plan.k}, {"v", &plan.v}}) {
+    const std::vector<TmaBatchAtom> atoms = TmaBatchAtoms(*op);
+    bool ok = op->inner.stride == 1 && op->seq.stride > 0 && op->seq.stride * 2 % 16 == 0 && op->view.offset * 2 % 16 == 0 &&
+              atoms.size() <= 3 && plan.T < limit;
+    for (const TmaBatchAtom& a : atoms) ok = ok && a.stride * 2 % 16 == 0 && a.extent < limit && a.stride * 2 < (limit << 8);
+    if (!ok) {
+      return FusionDecision::Forbid("attention-tma", absl::StrCat(name, " (", op->ToString(),
+                                                                  ") is not a tensor map: at most three batch atoms "
+                                                                  "that are not broadcasts, strides of 16 bytes"));
+    }
+  }
+  return FusionDecision::Allow("attention-tma");
+}
+
+TensorMapSpec AttentionTensorMap(const AttentionPlan& plan, const AttentionOperand& op, int64_t d,
+                                 const AttentionTiles& tiles, int arg) {
+  TensorMapSpec m;
+  m.arg = arg;
+  m.offset = op.view.offset;
+  m.dtype = plan.attention->dtype();
+  m.dims = {d, plan.T, 1, 1, 1};
+  m.strides = {0, op.seq.stride * 2, 0, 0, 0};
+  m.box = {64, tiles.block_n, 1, 1, 1};
+  m.rank = 2;
+  for (const TmaBatchAtom& a : TmaBatchAtoms(op)) {
+    m.dims[m.rank] = a.extent;
+    m.strides[m.rank] = a.stride * 2;
+    ++m.rank;
+  }
+  return m;
+}
+
 FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles& t, const DeviceSpec& device) {
+  if (t.tma && !t.wgmma) return FusionDecision::Forbid("attention-tiles", "TMA tiles are the wgmma kernel's");
   if (t.wgmma) {
     if (!device.wgmma) {
       return FusionDecision::Forbid("attention-wgmma", absl::StrCat(device.name, " has no wgmma (sm_90a)"));
     }
     if (t.block_m % 64 != 0 || t.warps != t.block_m / 16 || t.block_n % 64 != 0 || t.block_n > 256 || t.stages < 2 ||
-        t.stages > 3 || t.split != 1 || PaddedHeadDim(t, plan.D) > 256 || PaddedHeadDim(t, plan.E) > 256) {
+        t.stages > (t.tma ? 4 : 3) || t.split != 1 || PaddedHeadDim(t, plan.D) > 256 || PaddedHeadDim(t, plan.E) > 256) {
       return FusionDecision::Forbid(
           "attention-tiles", absl::StrCat("wgmma tiles ", t.block_m, "x", t.block_n, " on ", t.warps, " warps, ",
                                           t.stages, " stages, split ", t.split, ", head dims ", plan.D, "/", plan.E,
                                           " are not a valid shape (64-row warpgroups, 16 rows a warp, key tiles a "
                                           "multiple of 64 up to 256, head dims up to 256, no split)"));
+    }
+    if (t.tma) {
+      const FusionDecision tma = AttentionTmaFit(plan);
+      if (!tma) return tma;
+      // The computing warpgroups share what the producer's 128 x 24 registers leave: 240 a
+      // thread for two, 160 for three. 192 x 64 at D 128 estimates 168 and compiles to 160
+      // without spilling (ptxas, sm_90a): the estimate is held to 168 there.
+      const int cap = t.block_m == 128 ? 240 : 168;
+      if ((t.block_m != 128 && t.block_m != 192) || t.stages > 4 || t.min_blocks != 1 ||
+          RegisterEstimate(plan, t, false) > cap) {
+        return FusionDecision::Forbid(
+            "attention-tiles", absl::StrCat("TMA tiles ", t.block_m, "x", t.block_n, ", ", t.stages, " stages at head dim ",
+                                            plan.E, ": two or three computing warpgroups, 2 to 4 stages, one block an "
+                                            "SM, about ", RegisterEstimate(plan, t, false), " registers a thread of ", cap));
+      }
     }
     // Two blocks of 256 threads leave 128 registers a thread: ptxas fits head dims up to 64
     // there without spilling (measured: 128 x 64, 3 stages), not 128 (852 bytes of spill).
@@ -331,7 +398,8 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
   }
   // The mma.sync kernel's static shared memory (a split's flag) takes 128 bytes: its dynamic
   // rows start 128-byte aligned (attn::RowLayout), and a block's opt-in maximum counts both.
-  const int64_t smem = AttentionSmemBytes(plan, t) + (t.wgmma ? 0 : 128);
+  // The TMA kernel's static shared memory: its 2 x 4 ring barriers.
+  const int64_t smem = AttentionSmemBytes(plan, t) + (t.wgmma ? (t.tma ? 64 : 0) : 128);
   if (smem > device.smem_per_block_bytes) {
     return FusionDecision::Forbid("attention-smem", absl::StrCat("tiles ", t.block_m, "x", t.block_n, " need ", smem,
                                                                  " bytes of shared memory; a block has ",
@@ -409,6 +477,12 @@ AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec
       // 128 x 128 was 5-6% faster at S 4096 but 2% slower at S 2048 and 5.6% at S 1024, level
       // at S 8192: 192 x 64 stays.
       w = plan.causal || dropout ? AttentionTiles{192, 64, 12, 3, 1, true} : AttentionTiles{128, 128, 8, 3, 1, true};
+      // With TMA copies from a producer warpgroup (no block-wide barrier per key tile), 128 x 128
+      // tiles, 3 stages, were 1.50x faster causal (252.3 against 378.0 us for 192 x 64) and
+      // 1.40x without the mask (492.2 against 690.2 for 128 x 128): 32 query heads on 8 K/V
+      // heads, S 4096, D 128, bf16 (H200, bench/results/2026-11-28-session27.md).
+      const AttentionTiles tma{128, 128, 8, 3, 1, true, 1, true};
+      if (!dropout && AttentionTilesFit(plan, tma, device)) w = tma;
     } else {
       w = {128, 64, 8, 2, 1, true};
     }
@@ -422,7 +496,7 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
   auto add = [&](AttentionTiles t) {
     const bool seen = std::any_of(out.begin(), out.end(), [&](const AttentionTiles& o) {
       return o.block_m == t.block_m && o.block_n == t.block_n && o.warps == t.warps && o.stages == t.stages &&
-             o.split == t.split && o.wgmma == t.wgmma && o.min_blocks == t.min_blocks;
+             o.split == t.split && o.wgmma == t.wgmma && o.min_blocks == t.min_blocks && o.tma == t.tma;
     });
     if (!seen && AttentionTilesFit(plan, t, device)) out.push_back(t);
   };
@@ -448,6 +522,12 @@ std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, c
         {128, 64, 8, 3, 1, true, 2}, {128, 64, 8, 3, 1, true},   {128, 128, 8, 3, 1, true}, {192, 64, 12, 3, 1, true},
         {192, 128, 12, 2, 1, true},  {128, 64, 8, 2, 1, true},   {128, 128, 8, 2, 1, true}};
     for (const AttentionTiles& t : wgmma_grid) add(t);
+    if (plan.dropout == 0) {  // dropout's keep bits were not fitted into the TMA kernel's registers
+      for (const AttentionTiles& t : {AttentionTiles{128, 128, 8, 3, 1, true, 1, true}, AttentionTiles{128, 64, 8, 4, 1, true, 1, true},
+                                      AttentionTiles{192, 64, 12, 3, 1, true, 1, true}, AttentionTiles{128, 64, 8, 2, 1, true, 1, true}}) {
+        add(t);
+      }
+    }
   }
   AttentionTiles d = out[0];
   if (d.wgmma) d = DefaultAttentionTilesMmaSync(plan, device);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/tensor_map.h"
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/fusion_decision.h"
 #include "passes/fusion/region.h"
@@ -77,13 +78,35 @@ struct AttentionPlan {
 // wgmma: the sm_90a kernel (templates/attention_sm90.cuh): one 16-row tile per warp, 64 rows
 // per warpgroup, head dims padded to 64, no split; stages 3 overlaps a tile's softmax with the
 // next tile's q k^T.
+// tma (with wgmma): templates/attention_sm90_tma.cuh, K and V tiles copied by the tensor memory
+// accelerator from a producer warpgroup into a ring of `stages` slots; `warps` counts the
+// computing warps (block_m / 16), the block has 4 more; one block an SM (min_blocks 1).
 struct AttentionTiles {
   int block_m = 64, block_n = 64, warps = 4, stages = 2;
   int split = 1;  // blocks sharing one query block's key tiles (flash-decoding); 1: none
   bool wgmma = false;
   int min_blocks = 0;  // __launch_bounds__'s blocks per SM (caps registers); 0: none
+  bool tma = false;
   int MTiles() const { return block_m / (16 * warps); }
+  int Threads() const { return 32 * warps + (tma ? 128 : 0); }
 };
+// Whether K and V can be copied with TMA (AttentionTiles::tma): 16-bit, no packed heads, each
+// read through a tensor map of rank <= 5 (the head dim, the keys, and at most three batch atoms
+// that are not broadcasts) whose strides are multiples of 16 bytes.
+FusionDecision AttentionTmaFit(const AttentionPlan& plan);
+// K's or V's tensor map: the head dim (extent `d`), the keys, then the batch atoms that are not
+// broadcasts, innermost first; box 64 x block_n (x 1 ...), 128-byte swizzle. `arg` is the
+// kernel's pointer argument of the operand's source. The Body's KCoords/VCoords use the same
+// atoms (TmaBatchAtoms).
+TensorMapSpec AttentionTensorMap(const AttentionPlan& plan, const AttentionOperand& op, int64_t d,
+                                 const AttentionTiles& tiles, int arg);
+// The batch atoms of `op` in its tensor map (dims 2, 3, ...), innermost first, each with the
+// product of the extents inside it (b's coordinate is b / inner % extent; the outermost b / inner).
+struct TmaBatchAtom {
+  int64_t extent = 1, stride = 0, inner = 1;
+  bool outermost = false;
+};
+std::vector<TmaBatchAtom> TmaBatchAtoms(const AttentionOperand& op);
 // Head dims padded to what the kernel computes on: 16 (mma.sync k16 steps) or 64 (wgmma's
 // 128-byte swizzle panels).
 int64_t PaddedHeadDim(const AttentionTiles& tiles, int64_t d);

@@ -157,7 +157,8 @@ RunTimeEstimate PriceAttention(const Region& region, const DeviceSpec& device) {
                                           (e.blocks + device.sm_count - 1) / device.sm_count);
   if (tiles.wgmma) {
     e.transcendentals = scores;  // one exponential per score
-    rate = device.attention_wgmma_flops_per_us * (plan.causal ? kWgmmaCausalRate : 1.0);
+    rate = (tiles.tma ? device.attention_tma_flops_per_us : device.attention_wgmma_flops_per_us) *
+           (plan.causal ? kWgmmaCausalRate : 1.0);
   }
   FinishEstimate(device, rate, device.dram_bytes_per_us, 1, e);
   e.memory_us = StreamUs(device, e, AttentionBlocksPerSm(plan, tiles, device));

@@ -134,10 +134,11 @@ class RegionTimer {
       }
       KILN_RETURN_IF_ERROR(prepared.status());
       const int64_t grid = *prepared;
-      std::vector<void*> args;
-      for (auto& b : buffers) args.push_back(&b->ptr());
-      if (ks.has_scratch) args.push_back(&scratch.ptr());
-      args.push_back(&count);
+      LaunchArgs args;
+      for (auto& b : buffers) args.pointers.push_back(b->ptr());
+      if (ks.has_scratch) args.pointers.push_back(scratch.ptr());
+      args.count = count;
+      KILN_RETURN_IF_ERROR(args.Bind(*cu_, shape));
       auto launch = [&]() { return LaunchKernel(*cu_, module.function(), shape, grid, args.data(), nullptr); };
       // Scratch zeroed for each candidate: the candidates lay their counters out differently.
       if (ks.has_scratch) KILN_CU_RETURN_IF_ERROR(cu_->cuMemsetD8(scratch.ptr(), 0, scratch.bytes()));

@@ -477,6 +477,7 @@ LaunchShape LaunchShapeOf(const KernelSource& kernel, int64_t count) {
   shape.cluster_x = rule.cluster_x;
   shape.cooperative = rule.cooperative;
   shape.grid_multiple = rule.blocks_per_item_group;
+  shape.tensor_maps = rule.tensor_maps;
   return shape;
 }
 

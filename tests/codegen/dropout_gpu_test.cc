@@ -106,9 +106,10 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> Launch(const KernelSource& kern
     buffers.push_back(std::move(b));
   }
   long long count = kernel.count;
-  std::vector<void*> args;
-  for (CUdeviceptr& p : pointers) args.push_back(&p);
-  args.push_back(&count);
+  LaunchArgs args;
+  args.pointers = pointers;
+  args.count = count;
+  KILN_RETURN_IF_ERROR(args.Bind(*cu, LaunchShapeOf(kernel, count)));
   std::vector<std::vector<Tensor>> results;
   for (int64_t grid : grids) {
     for (size_t a = 0; a < kernel.args.size(); ++a) {

@@ -155,10 +155,12 @@ void CheckRegion(const std::string& label, const Graph& g, const Region& region,
   const LaunchShape shape = LaunchShapeOf(*kernel, count);
   auto grid = PrepareKernel(*Cu(), function, shape);
   ASSERT_TRUE(grid.ok()) << label << ": " << grid.status();
-  std::vector<void*> args;
-  for (DeviceArg& d : buffers) args.push_back(&d.ptr);
-  if (kernel->has_scratch) args.push_back(&scratch.ptr);
-  args.push_back(&count);
+  LaunchArgs args;
+  for (DeviceArg& d : buffers) args.pointers.push_back(d.ptr);
+  if (kernel->has_scratch) args.pointers.push_back(scratch.ptr);
+  args.count = count;
+  const absl::Status bound = args.Bind(*Cu(), shape);
+  ASSERT_TRUE(bound.ok()) << label << ": " << bound;
 
   std::vector<std::vector<uint8_t>> first;
   for (int launch = 0; launch < 2; ++launch) {
