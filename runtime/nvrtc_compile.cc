@@ -82,11 +82,15 @@ PtxasInfo ParsePtxasInfo(const std::string& log, const std::string& kernel_name)
   info.spill_load_bytes = FirstNumberBefore(section, "bytes spill loads");
   info.static_smem_bytes = FirstNumberBefore(section, "bytes smem");
   // ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are
-  //   serialized due to ... in the function 'NAME'   (written before NAME's section)
-  for (size_t at = log.find("(C7515)"); at != std::string::npos; at = log.find("(C7515)", at + 1)) {
-    const size_t eol = log.find('\n', at);
-    const std::string line = log.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
-    if (line.find("'" + kernel_name + "'") != std::string::npos) info.wgmma_serialized = true;
+  //   serialized due to ... in the function 'NAME'   (written before NAME's section); C7518 is
+  // the same loss "due to program dependence on compiler-inserted WG.DP in divergent path" (seen:
+  // wgmma issued under per-iteration conditions in one loop).
+  for (const char* code : {"(C7515)", "(C7518)"}) {
+    for (size_t at = log.find(code); at != std::string::npos; at = log.find(code, at + 1)) {
+      const size_t eol = log.find('\n', at);
+      const std::string line = log.substr(at, eol == std::string::npos ? std::string::npos : eol - at);
+      if (line.find("'" + kernel_name + "'") != std::string::npos) info.wgmma_serialized = true;
+    }
   }
   return info;
 }

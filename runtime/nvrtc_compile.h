@@ -35,8 +35,9 @@ struct CompiledCuda {
   int64_t spill_load_bytes = 0;   // from "N bytes spill loads"
   int64_t stack_frame_bytes = 0;  // from "N bytes stack frame"
   int64_t static_smem_bytes = 0;  // from "N bytes smem"
-  // ptxas's C7515 "wgmma.mma_async instructions are serialized": an accumulator of a wgmma in
-  // flight is touched before its wait, so ptxas waits after every wgmma (no overlap at all).
+  // ptxas's C7515 / C7518 "wgmma.mma_async instructions are serialized": an accumulator of a
+  // wgmma in flight is touched before its wait, or wgmma are issued on divergent paths, so ptxas
+  // waits after every wgmma (no overlap at all).
   bool wgmma_serialized = false;
   double compile_ms = 0;          // wall time of nvrtcCompileProgram + fetching the outputs
   std::vector<std::string> options;  // exactly what NVRTC was given
@@ -51,7 +52,7 @@ absl::StatusOr<CompiledCuda> CompileCuda(const std::string& kernel_name, const s
 struct PtxasInfo {
   int registers = -1;
   int64_t spill_store_bytes = 0, spill_load_bytes = 0, stack_frame_bytes = 0, static_smem_bytes = 0;
-  bool wgmma_serialized = false;  // ptxas C7515: the kernel's wgmma run one at a time
+  bool wgmma_serialized = false;  // ptxas C7515 / C7518: the kernel's wgmma run one at a time
 };
 PtxasInfo ParsePtxasInfo(const std::string& log, const std::string& kernel_name);
 

@@ -31,7 +31,7 @@
 
 namespace kiln {
 
-template <class Body, class Shape>
+template <class Body, class Shape, bool kPingPong = true>
 __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long long count, const tma::TensorMap* k_map,
                                                        const tma::TensorMap* v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -176,9 +176,22 @@ __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long lo
       attn::TileProbabilities<true>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
     }
   };
+  // With kPingPong the warpgroups issue their products in turns (named barriers 5.. passed round
+  // the warpgroups): each one's softmax then runs while the next one's products hold the tensor
+  // cores (FlashAttention-3's ping-pong schedule). Every warpgroup takes n_end + 1 turns, empty
+  // ones for the tiles past its rows, so that the barriers pair up.
+  auto turn_begin = [&]() {
+    if constexpr (kPingPong) tma::NamedBarrier(5 + cw, 256);
+  };
+  auto turn_end = [&]() {
+    if constexpr (kPingPong) tma::NamedBarrierArrive(5 + (cw + 1) % kGroups, 256);
+  };
+  if (kPingPong && cw == kGroups - 1) tma::NamedBarrierArrive(5, 256);  // warpgroup 0 goes first
   if (wg_tiles > 0) {
     wait_full(0);
+    turn_begin();
     issue_qk(s, 0);
+    turn_end();
     wgmma::Wait<0>();
     wgmma::FenceOperands(s[0]);
     probabilities(0);  // o is still zero: no rescale
@@ -186,8 +199,10 @@ __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long lo
   }
   for (int n = 1; n < wg_tiles; ++n) {
     wait_full(n);
+    turn_begin();
     issue_qk(s, n);
     issue_pv(pa, n - 1);
+    turn_end();
     wgmma::Wait<1>();  // q k^T done, p v may still run
     wgmma::FenceOperands(s[0]);
     probabilities(n);
@@ -198,17 +213,25 @@ __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long lo
     pack(pa, s);
   }
   if (wg_tiles > 0) {
+    turn_begin();
     issue_pv(pa, wg_tiles - 1);
+    turn_end();
     wgmma::Wait<0>();
     wgmma::FenceOperands(o[0]);
     release(wg_tiles - 1);
+  } else {
+    turn_begin();
+    turn_end();
   }
-  // The block's tiles past this warpgroup's rows (causal): let the producer reuse their slots
-  // in order (a slot's phases complete one fill at a time).
+  // The block's tiles past this warpgroup's rows (causal): released unread, in order (a slot's
+  // phases complete one fill at a time).
   for (int n = wg_tiles; n < n_end; ++n) {
     wait_full(n);
     release(n);
+    turn_begin();
+    turn_end();
   }
+  if (kPingPong && cw == 0) tma::NamedBarrier(5, 256);  // the last warpgroup's final arrival
   attn::FinishRows<Body, kBM, kEP, 1>(body, rows, o, row_max, row_sum, nullptr, warp, warp_row0, g, t);
 #else
   __trap();

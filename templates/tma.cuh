@@ -106,9 +106,13 @@ __device__ __forceinline__ void RegistersUp() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 
-// A barrier over `threads` threads (a multiple of 32) by id (1..15; 0 is __syncthreads).
+// A barrier over `threads` threads (a multiple of 32) by id (1..15; 0 is __syncthreads): Sync
+// waits for the others, Arrive counts this warp's threads and goes on.
 __device__ __forceinline__ void NamedBarrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void NamedBarrierArrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 }  // namespace tma

@@ -470,6 +470,12 @@ AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec
     const bool dropout = plan.dropout > 0;
     if (d <= 64) {
       w = dropout ? AttentionTiles{128, 64, 8, 3, 1, true} : AttentionTiles{128, 64, 8, 3, 1, true, 2};
+      // TMA tiles at one block an SM beat two blocks of the cp.async kernel: 8 x 32 heads, S 4096,
+      // causal 192 x 64 1470.5 against 1735.5 us, without the mask 128 x 128 2790.4 against
+      // 3090.1 (kiln tune, H200; bench/results/2026-11-28-session27.md).
+      const AttentionTiles tma = plan.causal ? AttentionTiles{192, 64, 12, 3, 1, true, 1, true}
+                                             : AttentionTiles{128, 128, 8, 3, 1, true, 1, true};
+      if (!dropout && AttentionTilesFit(plan, tma, device)) w = tma;
     } else if (d <= 128) {
       // Not causal: 128 x 128 tiles, 3 stages, on two warpgroups (240 registers, no spill) beat
       // 192 x 128, 2 stages (which spills 36 bytes) by 0.7-5% in four H200 timings (S 2000 with

@@ -148,10 +148,12 @@ FusionDecision AttentionTilesFit(const AttentionPlan& plan, const AttentionTiles
 // warps with 32-row key tiles. f32 (3xTF32) keeps one m-tile a warp: 128 x 32 on 8 warps up
 // to head dim 128, then 64 x 32 on 4 warps. When the blocks would not fill two per SM, the key tiles are
 // split over more blocks (at least 4 tiles each, at most 16 splits). On a wgmma device, when
-// the blocks fill the SMs without a split: the sm_90a kernel (head dims up to 64: 128 x 64
+// the blocks fill the SMs without a split: the sm_90a kernel. Without dropout, where K and V
+// fit tensor maps (AttentionTmaFit), its TMA form (head dims up to 64: causal 192 x 64, else
+// 128 x 128; up to 128: 128 x 128; 3 stages each); otherwise head dims up to 64: 128 x 64
 // tiles, 3 stages, two blocks per SM; up to 128: 128 x 128, 3 stages, or causal or with
-// dropout 192 x 64, 3 stages; up to 256: 128 x 64, 2 stages), the fastest of each class in the
-// harness timings.
+// dropout 192 x 64, 3 stages; up to 256: 128 x 64, 2 stages. Each the fastest of its class in
+// the timings cited beside the rule.
 AttentionTiles DefaultAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);
 // The autotuner's candidates (the default first), every one fitting.
 std::vector<AttentionTiles> CandidateAttentionTiles(const AttentionPlan& plan, const DeviceSpec& device);

@@ -226,6 +226,11 @@ TEST(NvrtcLogTest, ParsesPtxasInfo) {
       "the function 'mine'\n" + log;
   EXPECT_TRUE(ParsePtxasInfo(serialized, "mine").wgmma_serialized);
   EXPECT_FALSE(ParsePtxasInfo(serialized, "other").wgmma_serialized);
+  const std::string divergent =
+      "ptxas info    : (C7518) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program "
+      "dependence on compiler-inserted WG.DP in divergent path in the function 'mine'\n" + log;
+  EXPECT_TRUE(ParsePtxasInfo(divergent, "mine").wgmma_serialized);
+  EXPECT_FALSE(ParsePtxasInfo(divergent, "other").wgmma_serialized);
 }
 
 }  // namespace
