@@ -192,6 +192,7 @@ std::string Program::ToString() const {
                                   [](std::string* o, const std::pair<int, int>& p) {
                                     absl::StrAppend(o, p.first, ">", p.second);
                                   })));
+        for (const TensorMapSpec& m : s.kernel.launch.tensor_maps) absl::StrAppend(&out, "    tensor map ", m.ToString(), "\n");
         break;
       case Step::Kind::kMatmul:
         absl::StrAppendFormat(&out, "  step %d cublasLt %s a %d b %d d %d%s%s x%d\n", i, s.matmul.spec.ToString(),

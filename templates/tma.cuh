@@ -5,7 +5,7 @@
 // copy engine: one thread issues it, no thread waits for it. Where the box lands and how it is
 // laid out (here: rows of 128 bytes in the 128-byte swizzle wgmma.cuh describes) is fixed by a
 // tensor map, a 128-byte descriptor the host encodes (cuTensorMapEncodeTiled, runtime/
-// tensor_map.cc) and passes as a __grid_constant__ kernel parameter. Elements of the box
+// launch.cc EncodeTensorMap) and passes as a __grid_constant__ kernel parameter. Elements of the box
 // outside the tensor are written as zeros.
 //
 // Completion is counted on an mbarrier in shared memory: the issuing thread announces the bytes

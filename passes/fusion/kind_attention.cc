@@ -101,7 +101,9 @@ FusionDecision AttentionLegal(const Region& p, const Region& c, const Region& me
 // of that rate (the masked diagonal tiles, blocks of unequal length), and kWgmmaBlockUs per
 // block wave (its Q tile and first key tiles loaded before anything overlaps them). Fitted on
 // 16 shapes of bench/attention.py (S 1024-16384, D 64 and 128, causal or not, bf16) on the
-// lent H200 (bench/results/2026-11-26-h200-session12): every one within 7%.
+// lent H200 (bench/results/2026-11-26-h200-session12): every one within 7%. Its TMA form
+// (AttentionTiles::tma) is priced the same way at attention_tma_flops_per_us (within 6% on four
+// shapes, bench/results/2026-11-28-session27).
 constexpr double kF32ProductCost = 6;
 // Dropout on the probabilities: a Philox4x32-10 call (10 rounds of about 8 integer
 // instructions) per four scores, plus the compares and selects, at a quarter of the f32 FLOP

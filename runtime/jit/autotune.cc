@@ -247,8 +247,10 @@ absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, 
   KILN_ASSIGN_OR_RETURN(std::vector<CachedKernel> compiled,
                         cache.GetOrCompileAll(batch, options.arch, options.compile_threads));
 
-  KILN_ASSIGN_OR_RETURN(Repetitions repetitions, Repetitions::Create(options.flush_l2));
-  RegionTimer timer(cu, graph, options, repetitions);
+  // The timing harness (its 256 MiB flush buffer) only once a region is actually timed: a
+  // compile whose choices are all remembered needs none.
+  std::optional<Repetitions> repetitions;
+  std::optional<RegionTimer> timer;
   for (const RegionCandidates& rc : regions) {
     TunedRegion tuned;
     tuned.region = rc.region->id;
@@ -267,7 +269,12 @@ absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, 
       tuned.chosen = *remembered;
       tuned.cached = true;
     } else {
-      KILN_RETURN_IF_ERROR(timer.Time(rc, compiled, &tuned));
+      if (!timer) {
+        KILN_ASSIGN_OR_RETURN(Repetitions created, Repetitions::Create(options.flush_l2));
+        repetitions.emplace(std::move(created));
+        timer.emplace(cu, graph, options, *repetitions);
+      }
+      KILN_RETURN_IF_ERROR(timer->Time(rc, compiled, &tuned));
       if (!path.empty() && options.remember) {
         // A choice that cannot be remembered is only timed again next time.
         WriteFileAtomically(path, rc.params[tuned.chosen].ToString() + "\n").IgnoreError();

@@ -251,5 +251,60 @@ TEST(AttentionPlanTest, CausalFlopsCountOnlyTheComputedKeyTiles) {
   EXPECT_DOUBLE_EQ(p.Flops(1, 1), 2.0 * (256.0 * 257 / 2) * 128 * 2);
 }
 
+// The TMA kernel's tensor maps: K and V each a map over its source (the head dim, the keys,
+// the batch atoms that are not broadcasts), the default on an sm_90 spec where they fit, and
+// its refusals named.
+TEST(AttentionPlanTest, TensorMapsOfKAndV) {
+  {  // grouped-query heads: the broadcast atom of the query heads drops out of the map (batch and
+     // K/V heads chain into one atom)
+    Analysis a = AnalyzeText(GqaGraph("bf16", 2, 32, 8, 4096, 4096, 128, true, 0.0));
+    const Region* r = AttentionRegion(a);
+    ASSERT_NE(r, nullptr);
+    const AttentionPlan& plan = *r->attention;
+    EXPECT_TRUE(AttentionTmaFit(plan)) << AttentionTmaFit(plan).reason();
+    const AttentionTiles t = DefaultAttentionTiles(plan, H100Spec());
+    EXPECT_TRUE(t.tma && t.wgmma && t.block_m == 128 && t.block_n == 128 && t.stages == 3 && t.Threads() == 384);
+    const TensorMapSpec m = AttentionTensorMap(plan, plan.k, plan.D, t, 0);
+    EXPECT_EQ(m.ToString(), "arg 0 +0 bf16 dims [128, 4096, 16] strides [256, 1048576] box [64, 128, 1] swizzle 128");
+    const KernelParams p = DefaultParams(*r, H100Spec());
+    absl::StatusOr<KernelSource> ks = EmitKernel(*r, p);
+    ASSERT_TRUE(ks.ok()) << ks.status();
+    ASSERT_EQ(ks->launch.tensor_maps.size(), 2u);
+    EXPECT_EQ(ks->args[ks->launch.tensor_maps[1].arg].tensor, "v");
+    EXPECT_NE(ks->source.find("KCoords(long long b, int (&c)[5]) const { c[2] = static_cast<int>(b / 4LL); }"),
+              std::string::npos)
+        << ks->source;
+    EXPECT_NE(ks->Signature().find("tensor map: arg 1"), std::string::npos) << ks->Signature();
+  }
+  {  // heads sliced out of one projection: strided head atoms, an offset per operand
+    Analysis a = AnalyzeText(QkvGraph("bf16", 2, 300, 4, 96, false));
+    const AttentionPlan& plan = *AttentionRegion(a)->attention;
+    ASSERT_TRUE(AttentionTmaFit(plan)) << AttentionTmaFit(plan).reason();
+    const AttentionTiles t = DefaultAttentionTiles(plan, H100Spec());
+    EXPECT_TRUE(t.tma);
+    EXPECT_EQ(AttentionTensorMap(plan, plan.v, plan.E, t, 0).ToString(),
+              "arg 0 +768 bf16 dims [96, 300, 4, 2] strides [2304, 192, 691200] box [64, 128, 1, 1] swizzle 128");
+    absl::StatusOr<KernelSource> ks = EmitKernel(*AttentionRegion(a), DefaultParams(*AttentionRegion(a), H100Spec()));
+    ASSERT_TRUE(ks.ok()) << ks.status();
+    EXPECT_NE(ks->source.find("c[2] = static_cast<int>((b) % 4LL); c[3] = static_cast<int>(b / 4LL);"), std::string::npos)
+        << ks->source;
+  }
+  {  // f32, dropout and decoding stay on the other kernels
+    Analysis f32 = AnalyzeText(QkvGraph("f32", 1, 256, 2, 64, true));
+    EXPECT_FALSE(AttentionTmaFit(*AttentionRegion(f32)->attention));
+    Analysis decode = AnalyzeText(GqaGraph("bf16", 2, 32, 8, 1, 4096, 128, false, 0.0));
+    EXPECT_FALSE(DefaultAttentionTiles(*AttentionRegion(decode)->attention, H100Spec()).tma);
+    std::string text = GqaGraph("bf16", 1, 8, 8, 512, 512, 128, true, 0.0);
+    const std::string plain = "{causal = true, scale = 0.000000}";
+    ASSERT_NE(text.find(plain), std::string::npos) << text;
+    text.replace(text.find(plain), plain.size(), "{causal = true, scale = 0.0, dropout = 0.1, seed = 3}");
+    Analysis drop = AnalyzeText(text);
+    EXPECT_FALSE(DefaultAttentionTiles(*AttentionRegion(drop)->attention, H100Spec()).tma);
+    for (const AttentionTiles& c : CandidateAttentionTiles(*AttentionRegion(drop)->attention, H100Spec())) {
+      EXPECT_FALSE(c.tma) << "dropout's registers were not fitted into the TMA kernel";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -235,6 +235,35 @@ TEST(ArtifactTest, RoundTripKeepsTheMatmulActivation) {
   }
 }
 
+// A TMA kernel's tensor maps survive the artifact (the kernel cannot run without them).
+TEST(ArtifactTest, RoundTripKeepsTensorMaps) {
+  Program p = Small();
+  TensorMapSpec m;
+  m.arg = 1;
+  m.offset = 64;
+  m.dtype = DType::kBF16;
+  m.rank = 4;
+  m.dims = {96, 300, 8, 2, 1};
+  m.strides = {0, 3072, 192, 921600, 0};
+  m.box = {64, 128, 1, 1, 1};
+  p.steps[0].kernel.launch.tensor_maps = {m};
+  ASSERT_TRUE(p.Validate().ok()) << p.Validate();
+  absl::StatusOr<Program> q = DeserializeProgram(SerializeProgram(p));
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_EQ(q->steps[0].kernel.launch.tensor_maps.size(), 1u);
+  EXPECT_TRUE(q->steps[0].kernel.launch.tensor_maps[0] == m) << q->steps[0].kernel.launch.tensor_maps[0].ToString();
+  EXPECT_NE(q->ToString().find("tensor map arg 1 +64 bf16 dims [96, 300, 8, 2] strides [3072, 192, 921600] box "
+                               "[64, 128, 1, 1] swizzle 128"),
+            std::string::npos)
+      << q->ToString();
+  // Strides TMA cannot take, or an argument the kernel does not have, are refused by name.
+  p.steps[0].kernel.launch.tensor_maps[0].strides[1] = 3000;
+  EXPECT_NE(p.Validate().message().find("bad tensor map"), std::string::npos) << p.Validate();
+  p.steps[0].kernel.launch.tensor_maps[0] = m;
+  p.steps[0].kernel.launch.tensor_maps[0].arg = 2;
+  EXPECT_NE(p.Validate().message().find("bad tensor map"), std::string::npos) << p.Validate();
+}
+
 TEST(ArtifactTest, SaveAndLoadAFile) {
   std::string path = (std::filesystem::temp_directory_path() / "kiln_program_test.kiln").string();
   Program p = Small();

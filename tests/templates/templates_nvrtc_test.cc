@@ -277,6 +277,72 @@ extern "C" __global__ void __launch_bounds__(256) use_attention_sm90(const __nv_
   kiln::AttentionKernelSm90<Body, kiln::AttentionShape<128, 64, 8, 3, false, 1>>(Body{q, k, v, m, o}, count, nullptr);
 }
 )", "use_attention_sm90"},
+      {"attention_sm90_tma.cuh", R"(
+// The TMA kernel with a mask, dropout and three computing warpgroups (ping-pong; dropout spills
+// here at 160 registers, which is why the cost model keeps dropout off this kernel), and a
+// causal two-warpgroup instance without it; K and V through rank-3 tensor maps.
+template <bool kC>
+struct Body {
+  using T = __nv_bfloat16;
+  static constexpr int kD = 80, kE = 72, kS = 100, kT = 77, kG = 1;
+  static constexpr bool kCausal = kC, kHasMask = !kC, kHasLse = false;
+  static constexpr bool kDropout = !kC, kDropAll = false;
+  static constexpr unsigned kDropThreshold = 2147483648u;
+  static constexpr float kDropScale = 2.0f;
+  static constexpr float kScaleLog2 = 0.2f;
+  static constexpr long long kSection = 3;
+  static constexpr long long kQRow = 80, kKRow = 80, kVRow = 72, kORow = 72;
+  static constexpr int kKRank = 3, kVRank = 3;
+  const T* __restrict__ q;
+  const T* __restrict__ k;
+  const T* __restrict__ v;
+  const float* __restrict__ m;
+  T* __restrict__ o;
+  __device__ const T* Q(long long b) const { return q + b * kS * kD; }
+  __device__ const T* K(long long b) const { return k + b * kT * kD; }
+  __device__ const T* V(long long b) const { return v + b * kT * kE; }
+  __device__ T* O(long long b) const { return o + b * kS * kE; }
+  __device__ float Mask(long long b, int i, int j) const { return m[i * kT + j]; }
+  __device__ unsigned long long Seed() const { return 7ULL; }
+  __device__ unsigned long long Offset() const { return 3ULL; }
+  __device__ void KCoords(long long b, int (&c)[5]) const { c[2] = static_cast<int>(b); }
+  __device__ void VCoords(long long b, int (&c)[5]) const { c[2] = static_cast<int>(b); }
+};
+extern "C" __global__ void __launch_bounds__(512, 1) use_attention_sm90_tma(
+    const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* m, __nv_bfloat16* o,
+    long long count, const __grid_constant__ kiln::tma::TensorMap k_map, const __grid_constant__ kiln::tma::TensorMap v_map) {
+  kiln::AttentionKernelSm90Tma<Body<false>, kiln::AttentionShape<192, 64, 12, 3, false, 1>, true>(
+      Body<false>{q, k, v, m, o}, count, &k_map, &v_map);
+}
+extern "C" __global__ void __launch_bounds__(384, 1) use_attention_sm90_tma_causal(
+    const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, __nv_bfloat16* o, long long count,
+    const __grid_constant__ kiln::tma::TensorMap k_map, const __grid_constant__ kiln::tma::TensorMap v_map) {
+  kiln::AttentionKernelSm90Tma<Body<true>, kiln::AttentionShape<128, 128, 8, 4, false, 1>, false>(
+      Body<true>{q, k, v, nullptr, o}, count, &k_map, &v_map);
+}
+)", "use_attention_sm90_tma"},
+      {"tma.cuh", R"(
+// One TMA copy of a 64 x 64 box into shared memory, waited for on an mbarrier, summed.
+extern "C" __global__ void __launch_bounds__(128, 1) use_tma(const __grid_constant__ kiln::tma::TensorMap map,
+                                                             float* out) {
+  __shared__ __align__(1024) unsigned char box[64 * 128];
+  __shared__ unsigned long long full;
+  if (threadIdx.x == 0) {
+    kiln::tma::BarrierInit(&full, 1);
+    kiln::tma::FenceBarrierInit();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    kiln::tma::Prefetch(&map);
+    kiln::tma::ArriveExpectTx(&full, sizeof(box));
+    const int c[5] = {0, 0, 0, 0, 0};
+    kiln::tma::Load<2>(box, &map, &full, c);
+  }
+  kiln::tma::Wait(&full, 0);
+  kiln::tma::NamedBarrier(1, 128);
+  out[threadIdx.x] = static_cast<float>(box[threadIdx.x * 64]);
+}
+)", "use_tma"},
       {"mma_sync.cuh", R"(
 // One m16n8k16 product of ldmatrix-loaded tiles staged by cp.async, bf16, written back as f32.
 extern "C" __global__ void __launch_bounds__(32) use_mma_sync(const __nv_bfloat16* a, const __nv_bfloat16* b,
