@@ -105,7 +105,12 @@ void ExpectScaling(const std::string& kind, int small, int max_ratio, double max
   EXPECT_LT(t_large, max_ratio * std::max(t_small, 0.002))
       << kind << ": " << small << " nodes plan in " << t_small << " s, " << large << " in " << t_large << " s";
 #ifdef KILN_SANITIZED
-  max_s *= 4;  // an ASan+UBSan build (KILN_SANITIZE) runs this code 2-3x slower
+  // An ASan+UBSan build (KILN_SANITIZE) runs this code about 10x slower: CI's fresh clone of
+  // e7c2062 took 61.2 s for the ladder test against 5.6 s unsanitized, and the large ladder and
+  // chain planned in 20.4 and 41.2 s, over a 4x allowance (20 and 40 s), with the two tests
+  // side by side on 2 cores. The ratio above is the test of near-linear scaling; this bound
+  // only catches a plan that hangs.
+  max_s *= 12;
 #endif
   EXPECT_LT(t_large, max_s) << kind << ": " << large << " nodes plan in " << t_large << " s";
 }
