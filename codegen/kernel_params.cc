@@ -333,6 +333,20 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       p.block_size = block;
       if (block >= 128 && block <= 512 && block % d.tile_n == 0) add(p);
     }
+    // Blocks of one or two warps, unsplit: a tile's merge over K is then a butterfly within a
+    // warp (or one exchange between two), and up to 32 tiles per SM are in flight at once, each
+    // in its own phase of load, merge and store.
+    for (int block : {32, 64}) {
+      for (int lanes : {8, 16, 32}) {
+        KernelParams p = d;
+        p.block_size = block;
+        p.tile_n = lanes;
+        p.split = 1;
+        p.cluster = false;
+        p.min_blocks = 0;
+        if (block % lanes == 0 && lanes * d.vector_width <= std::max<int64_t>(space.inner, d.vector_width) * 2) add(p);
+      }
+    }
     // The other vector where a ragged one is allowed (row_fit.h's RaggedColumnVector): the
     // model prices the ragged thread at a calibrated fraction, so the tuner measures both.
     if (const int ragged = RaggedColumnVector(region, *region.reduce); ragged > 0) {

@@ -60,6 +60,70 @@ __device__ __forceinline__ void TileProbabilities(const Body& body, const Rows<B
   if constexpr (Body::kDropout) DropProbabilities(body, rows, s, warp_row0, key0, g, t);
 }
 
+// One warpgroup's products against a key tile, both in the 128-byte-swizzled panels above
+// (attention_sm90.cuh's kernel and attention_sm90_tma.cuh's share them). `q_addr`: the shared
+// address of this warpgroup's 64 rows of Q's first panel (Q's panels are kBM rows tall).
+template <class T, int kBM, int kBN, int kDP, int kEP>
+struct WarpgroupProducts {
+  using Scores = float[1][kBN / 8][4];
+  using Probabilities = unsigned[kBN / 16][4];
+  unsigned q_addr;
+  // s = q k^T for the key tile at k_addr, issued (not waited for): k16 step kk reads 32 bytes at
+  // 32 (kk % 4) into panel kk / 4 of Q and K.
+  __device__ __forceinline__ void IssueQK(Scores& s, unsigned k_addr) const {
+    wgmma::Fence();
+#pragma unroll
+    for (int kk = 0; kk < kDP / 16; ++kk) {
+      wgmma::Mma<T, kBN>::SS(s[0], wgmma::Sw128Desc(q_addr + (kk / 4) * kBM * 128 + (kk % 4) * 32, 16, 1024),
+                             wgmma::Sw128Desc(k_addr + (kk / 4) * kBN * 128 + (kk % 4) * 32, 16, 1024), kk > 0);
+    }
+    wgmma::Commit();
+  }
+  // The probabilities in s as the 16-bit A fragments of p v (registers a wgmma reads are written
+  // before its fence).
+  __device__ __forceinline__ static void Pack(Probabilities& pa, const Scores& s) {
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) PackP<T>(pa[kk], s[0], kk);
+  }
+  // o += p v for the value tile at v_addr, issued (not waited for): kBN / 16 steps of 16 keys,
+  // each 2048 bytes (16 swizzled rows) further into V's panels.
+  __device__ __forceinline__ static void IssuePV(float (&o)[1][kEP / 8][4], const Probabilities& pa, unsigned v_addr) {
+    wgmma::Fence();
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      wgmma::Mma<T, kEP>::RS(o[0], pa[kk], wgmma::Sw128Desc(v_addr + kk * 2048, kBN * 128, 1024), 1);
+    }
+    wgmma::Commit();
+  }
+};
+
+// Which of a block's n_end key tiles a warpgroup of rows [wg_row0, wg_row0 + 63] computes:
+// `tiles`, the first ones (causal: up to its last row; none without rows); of those, the first
+// `plain` need no -inf for any of its rows (past T or, causal, past the row) and run a step
+// compiled without the compares (else ptxas predicates them into every tile).
+struct WarpgroupTiles {
+  int tiles, plain;
+};
+template <class Body, int kBN>
+__device__ __forceinline__ WarpgroupTiles TilesOfWarpgroup(const Rows<Body>& rows, int wg_row0, int n_end) {
+  const int max_seq = rows.MaxSeq(wg_row0, wg_row0 + 63), min_seq = rows.MinSeq(wg_row0, wg_row0 + 63);
+  const int tiles = !rows.AnyOf(wg_row0, wg_row0 + 63) ? 0 : Body::kCausal ? min(n_end, (max_seq + kBN) / kBN) : n_end;
+  return WarpgroupTiles{tiles, min(Body::kT / kBN, Body::kCausal ? (min_seq + 1) / kBN : n_end)};
+}
+
+// TileProbabilities for key tile n of a warpgroup whose first `plain` tiles need no -inf.
+template <class Body, int kNB>
+__device__ __forceinline__ void TileProbabilitiesOf(const Body& body, const Rows<Body>& rows, float (&s)[1][kNB][4],
+                                                    int n, int plain, int warp_row0, int warp_min_seq,
+                                                    float (&row_max)[1][2], float (&row_sum)[1][2],
+                                                    float (&correction)[1][2], int g, int t) {
+  if (n < plain) {
+    TileProbabilities<false>(body, rows, s, warp_row0, warp_min_seq, n * kNB * 8, row_max, row_sum, correction, g, t);
+  } else {
+    TileProbabilities<true>(body, rows, s, warp_row0, warp_min_seq, n * kNB * 8, row_max, row_sum, correction, g, t);
+  }
+}
+
 }  // namespace attn
 
 template <class Body, class Shape>
@@ -125,36 +189,14 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
   const int warp_min_seq = rows.MinSeq(warp_row0, warp_row0 + 15);
   const unsigned q_addr = attn::SmemAddress(sQ) + wg * 64 * 128;  // this warpgroup's rows of each panel
 
-  using Scores = float[1][kBN / 8][4];
+  using Products = attn::WarpgroupProducts<T, kBM, kBN, kDP, kEP>;
+  using Scores = typename Products::Scores;
+  using Probabilities = typename Products::Probabilities;
+  const Products products{q_addr};
   auto active = [&](int n) { return wg_has_rows && !(Body::kCausal && n * kBN > wg_max_seq); };
-  // s = q k^T for key tile n, issued (not waited for): k16 step kk reads 32 bytes at
-  // 32 (kk % 4) into panel kk / 4 of Q and K.
-  auto issue_qk = [&](Scores& s, int n) {
-    const unsigned k_addr = attn::SmemAddress(sK + (n % kStages) * kKBytes);
-    wgmma::Fence();
-#pragma unroll
-    for (int kk = 0; kk < kDP / 16; ++kk) {
-      wgmma::Mma<T, kBN>::SS(s[0], wgmma::Sw128Desc(q_addr + (kk / 4) * kBM * 128 + (kk % 4) * 32, 16, 1024),
-                             wgmma::Sw128Desc(k_addr + (kk / 4) * kBN * 128 + (kk % 4) * 32, 16, 1024), kk > 0);
-    }
-    wgmma::Commit();
-  };
-  // o += p v for key tile n, issued (not waited for): p packed (registers a wgmma reads are
-  // written before its fence), then kBN / 16 steps of 16 keys, each 2048 bytes (16 swizzled
-  // rows) further into V's panels.
-  using Probabilities = unsigned[kBN / 16][4];
-  auto pack = [&](Probabilities& pa, const Scores& s) {
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) attn::PackP<T>(pa[kk], s[0], kk);
-  };
+  auto issue_qk = [&](Scores& s, int n) { products.IssueQK(s, attn::SmemAddress(sK + (n % kStages) * kKBytes)); };
   auto issue_pv = [&](const Probabilities& pa, int n) {
-    const unsigned v_addr = attn::SmemAddress(sV + (n % kStages) * kVBytes);
-    wgmma::Fence();
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      wgmma::Mma<T, kEP>::RS(o[0], pa[kk], wgmma::Sw128Desc(v_addr + kk * 2048, kBN * 128, 1024), 1);
-    }
-    wgmma::Commit();
+    Products::IssuePV(o, pa, attn::SmemAddress(sV + (n % kStages) * kVBytes));
   };
   // The mask and online softmax of tile n's finished scores, then o += p v issued.
   auto softmax_pv = [&](Scores& s, int n) {
@@ -164,7 +206,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     attn::SoftmaxStep<Body>(s, o, row_max, row_sum);
     if constexpr (Body::kDropout) attn::DropProbabilities(body, rows, s, warp_row0, key0, g, t);
     Probabilities pa;
-    pack(pa, s);
+    Products::Pack(pa, s);
     wgmma::FenceOperands(o[0]);
     issue_pv(pa, n);
   };
@@ -196,20 +238,11 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     Scores s;
     Probabilities pa;
     float correction[1][2];
-    // This warpgroup's key tiles (causal: up to its last row); the block's loop runs to n_end
-    // for the loads and barriers.
-    const int wg_tiles = !wg_has_rows ? 0 : Body::kCausal ? min(n_end, (wg_max_seq + kBN) / kBN) : n_end;
-    // Tiles [0, wg_plain) need no -inf for any row of the warpgroup (past T or, causal, past
-    // the row): they run a step compiled without the compares (else ptxas predicates them into
-    // every tile).
-    const int wg_min_seq = rows.MinSeq(wg_row0, wg_row0 + 63);
-    const int wg_plain = min(Body::kT / kBN, Body::kCausal ? (wg_min_seq + 1) / kBN : n_end);
+    // This warpgroup's key tiles; the block's loop runs to n_end for the loads and barriers.
+    const attn::WarpgroupTiles mine = attn::TilesOfWarpgroup<Body, kBN>(rows, wg_row0, n_end);
+    const int wg_tiles = mine.tiles;
     auto probabilities = [&](int n) {
-      if (n < wg_plain) {
-        attn::TileProbabilities<false>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
-      } else {
-        attn::TileProbabilities<true>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
-      }
+      attn::TileProbabilitiesOf(body, rows, s, n, mine.plain, warp_row0, warp_min_seq, row_max, row_sum, correction, g, t);
     };
     attn::CpAsyncWait<1>();
     wgmma::FenceProxyAsync();
@@ -219,7 +252,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
       wgmma::Wait<0>();
       wgmma::FenceOperands(s[0]);
       probabilities(0);  // o is still zero: no rescale
-      pack(pa, s);
+      Products::Pack(pa, s);
     }
     for (int n = 1; n < n_end; ++n) {
       attn::CpAsyncWait<0>();
@@ -236,7 +269,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
         wgmma::Wait<0>();
         wgmma::FenceOperands(o[0]);
         attn::Rescale(o, correction);
-        pack(pa, s);
+        Products::Pack(pa, s);
       } else if (n == wg_tiles) {  // this warpgroup's last p v
         issue_pv(pa, n - 1);
         wgmma::Wait<0>();

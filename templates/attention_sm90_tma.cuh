@@ -127,35 +127,16 @@ __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long lo
   float row_max[1][2] = {{kNegInfF(), kNegInfF()}}, row_sum[1][2] = {{0.0f, 0.0f}};
 #pragma unroll
   for (int e = 0; e < kEP / 8; ++e) o[0][e][0] = o[0][e][1] = o[0][e][2] = o[0][e][3] = 0.0f;
-  const bool wg_has_rows = rows.AnyOf(wg_row0, wg_row0 + 63);
-  const int wg_max_seq = rows.MaxSeq(wg_row0, wg_row0 + 63);
   const int warp_min_seq = rows.MinSeq(warp_row0, warp_row0 + 15);
   const unsigned q_addr = attn::SmemAddress(sQ) + cw * 64 * 128;
 
-  using Scores = float[1][kBN / 8][4];
-  using Probabilities = unsigned[kBN / 16][4];
-  auto issue_qk = [&](Scores& s, int n) {
-    const unsigned k_addr = attn::SmemAddress(sK + (n % kStages) * kKBytes);
-    wgmma::Fence();
-#pragma unroll
-    for (int kk = 0; kk < kDP / 16; ++kk) {
-      wgmma::Mma<T, kBN>::SS(s[0], wgmma::Sw128Desc(q_addr + (kk / 4) * kBM * 128 + (kk % 4) * 32, 16, 1024),
-                             wgmma::Sw128Desc(k_addr + (kk / 4) * kBN * 128 + (kk % 4) * 32, 16, 1024), kk > 0);
-    }
-    wgmma::Commit();
-  };
-  auto pack = [&](Probabilities& pa, const Scores& s) {
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) attn::PackP<T>(pa[kk], s[0], kk);
-  };
+  using Products = attn::WarpgroupProducts<T, kBM, kBN, kDP, kEP>;
+  using Scores = typename Products::Scores;
+  using Probabilities = typename Products::Probabilities;
+  const Products products{q_addr};
+  auto issue_qk = [&](Scores& s, int n) { products.IssueQK(s, attn::SmemAddress(sK + (n % kStages) * kKBytes)); };
   auto issue_pv = [&](const Probabilities& pa, int n) {
-    const unsigned v_addr = attn::SmemAddress(sV + (n % kStages) * kVBytes);
-    wgmma::Fence();
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      wgmma::Mma<T, kEP>::RS(o[0], pa[kk], wgmma::Sw128Desc(v_addr + kk * 2048, kBN * 128, 1024), 1);
-    }
-    wgmma::Commit();
+    Products::IssuePV(o, pa, attn::SmemAddress(sV + (n % kStages) * kVBytes));
   };
   auto wait_full = [&](int n) { tma::Wait(&full[n % kStages], (n / kStages) & 1); };
   // Every wgmma of this warp that read slot n's tiles has completed.
@@ -166,15 +147,10 @@ __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long lo
   Scores s;
   Probabilities pa;
   float correction[1][2];
-  const int wg_tiles = !wg_has_rows ? 0 : Body::kCausal ? min(n_end, (wg_max_seq + kBN) / kBN) : n_end;
-  const int wg_min_seq = rows.MinSeq(wg_row0, wg_row0 + 63);
-  const int wg_plain = min(Body::kT / kBN, Body::kCausal ? (wg_min_seq + 1) / kBN : n_end);
+  const attn::WarpgroupTiles mine = attn::TilesOfWarpgroup<Body, kBN>(rows, wg_row0, n_end);
+  const int wg_tiles = mine.tiles;
   auto probabilities = [&](int n) {
-    if (n < wg_plain) {
-      attn::TileProbabilities<false>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
-    } else {
-      attn::TileProbabilities<true>(body, rows, s, warp_row0, warp_min_seq, n * kBN, row_max, row_sum, correction, g, t);
-    }
+    attn::TileProbabilitiesOf(body, rows, s, n, mine.plain, warp_row0, warp_min_seq, row_max, row_sum, correction, g, t);
   };
   // With kPingPong the warpgroups issue their products in turns (named barriers 5.. passed round
   // the warpgroups): each one's softmax then runs while the next one's products hold the tensor
@@ -195,7 +171,7 @@ __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long lo
     wgmma::Wait<0>();
     wgmma::FenceOperands(s[0]);
     probabilities(0);  // o is still zero: no rescale
-    pack(pa, s);
+    Products::Pack(pa, s);
   }
   for (int n = 1; n < wg_tiles; ++n) {
     wait_full(n);
@@ -210,7 +186,7 @@ __device__ __forceinline__ void AttentionKernelSm90Tma(const Body& body, long lo
     wgmma::FenceOperands(o[0]);
     release(n - 1);
     attn::Rescale(o, correction);
-    pack(pa, s);
+    Products::Pack(pa, s);
   }
   if (wg_tiles > 0) {
     turn_begin();

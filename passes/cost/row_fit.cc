@@ -197,7 +197,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
                                         [&](const Node* o) { return placement.Of(o).reduced(); });
   const int streamed_passes = std::max(1, placement.levels + (full_outputs ? 1 : 0));
   // The launch shapes the column kernel has, priced: tiles of 32, 16 or 8 lanes of a vector
-  // (at least 64 bytes of a row at once), 256 to 1024 threads, a tile's K over 1 to 512 blocks;
+  // (at least 64 bytes of a row at once), 32 to 1024 threads, a tile's K over 1 to 512 blocks;
   // with the vector that divides the inner extent and, where one is allowed, a ragged vector
   // over unsplit tiles (split ragged tiles measured slower than unsplit ones at every shape
   // tried: a sum over 4096 x 32001 bf16 split 32, 136 us, against 66 with narrower tiles).
@@ -229,7 +229,12 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         waste += static_cast<int64_t>((SegmentWaste(I * b, std::min<int64_t>(lanes, 32) * vector * b, b) - 1) *
                                       static_cast<double>(in->num_bytes()));
       }
-      for (int64_t block : {256, 512, 1024, 128}) {  // 128 last: taken only where clearly better
+      // 128 and fewer last: taken only where clearly better. Blocks of one or two warps merge K
+      // within a warp (or two) and keep up to 32 tiles an SM in their own phases: softmax over
+      // the 21 classes of [8, 21, 512, 512] f16, 64 threads of 32 lanes streamed (2 along K),
+      // measured 59.2 us against 64.5 for 128 threads holding the tile in registers (H200, L2
+      // flushed; bench/results/2026-11-28-session28.md).
+      for (int64_t block : {256, 512, 1024, 128, 64, 32}) {
         const int64_t threads = block / lanes;       // along K
         for (int64_t split = 1; split <= most_split && (split == 1 || K >= split * threads); split *= 2) {
           const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * vector;

@@ -80,7 +80,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
 
 // The column kernel's launch rule (templates/column_reduce.cuh), for a column-reduction region:
 // of its launch shapes (tiles 8 to 32 lanes wide along the inner axes, each lane a 16-byte
-// vector of a width dividing the inner extent; 256 to 1024 threads; a tile's K split over 1 to
+// vector of a width dividing the inner extent; 32 to 1024 threads; a tile's K split over 1 to
 // 512 blocks) the one LaunchPrice prices lowest: cached on chip or streamed, waves, waits.
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
 

@@ -330,15 +330,17 @@ TEST(RowFitTest, WaitingSplitBlocksArePricedInWholeWaves) {
 
 // A softmax over a short non-innermost axis (the 21 classes of NCHW) keeps each column tile in
 // registers, and its time follows the waves of resident blocks (row_fit.h, ColumnChainUs):
-// measured 66.8 / 109.6 / 196.7 us at 128 / 256 / 512 threads. The fit takes 128 threads
-// (4 warps along K), the price carries the chain, and codegen launches what the fit chose. A
-// column softmax that fits one wave has no chain term and stays one region.
+// measured 66.8 / 109.6 / 196.7 us at 128 / 256 / 512 threads. Blocks of one or two warps do
+// better (H200: 60.0 us at 32 threads cached, 58.8 at 64 streamed; session 28), and the fit
+// takes one of them (on the H100 spec, 32 threads: 8 lanes x 4 along K, cached); the price
+// carries the chain, and codegen launches what the fit chose. A column softmax that fits one
+// wave has no chain term and stays one region.
 TEST(RowFitTest, AShortColumnSoftmaxIsPricedByItsWaves) {
   Row column = ColumnSoftmax("f16[8,21,512,512]");
   ASSERT_NE(column.graph, nullptr);
   const Region& region = column.region;
   const RowFit& fit = region.reduce->fit;
-  EXPECT_EQ(fit.lanes, 32) << fit.reason;
+  EXPECT_LE(fit.threads * fit.lanes, 64) << fit.reason;
   EXPECT_EQ(fit.threads, 4) << fit.reason;
   EXPECT_TRUE(fit.on_chip) << fit.reason;
   const DeviceSpec device = H100Spec();
@@ -346,7 +348,7 @@ TEST(RowFitTest, AShortColumnSoftmaxIsPricedByItsWaves) {
   const double chain = ColumnChainUs(device, true, region.reduce->levels, e.blocks, fit.blocks_per_sm);
   EXPECT_GT(chain, e.memory_us);
   EXPECT_NEAR(e.total_us, chain + e.launch_us, 1e-9 * e.total_us);
-  EXPECT_EQ(DefaultParams(region, device).block_size, 128);
+  EXPECT_EQ(DefaultParams(region, device).block_size, fit.threads * fit.lanes);
   EXPECT_EQ(ColumnChainUs(device, true, 2, device.sm_count, 1), 0.0);  // one wave
   EXPECT_EQ(ColumnChainUs(device, false, 2, 100 * device.sm_count, 1), 0.0);
 
