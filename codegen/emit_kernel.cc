@@ -1,5 +1,7 @@
 #include "codegen/emit_kernel.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "ir/base/status.h"
 #include "passes/fusion/region_kind.h"
@@ -47,7 +49,20 @@ absl::StatusOr<KernelSource> EmitKernel(const Region& region, const KernelParams
     return absl::InternalError(absl::StrCat("region ", region.id, " (", region.NodeList(4), ") is not placed: ",
                                             region.placed.reason()));
   }
-  return emit(region, params);
+  KILN_ASSIGN_OR_RETURN(KernelSource ks, emit(region, params));
+  if (params.max_grid > 0) {
+    // A persistent launch: the templates whose blocks loop over the count (pointwise.cuh's
+    // grid-stride loop, row_reduce.cuh's loop over rows) take a grid smaller than the work.
+    if (ks.template_name != "pointwise.cuh" && ks.template_name != "row_reduce.cuh") {
+      return absl::InvalidArgumentError(absl::StrCat("KernelParams ", params.ToString(), ": region ", region.id,
+                                                     " runs ", ks.template_name,
+                                                     ", whose blocks do not loop over the work (max_grid applies to "
+                                                     "pointwise.cuh and row_reduce.cuh)"));
+    }
+    const int64_t group = std::max<int64_t>(ks.launch.blocks_per_item_group, 1);
+    ks.launch.max_grid = std::max(group, params.max_grid / group * group);
+  }
+  return ks;
 }
 
 }  // namespace kiln

@@ -64,10 +64,12 @@ struct KernelParams {
   bool smem = false;
   bool cluster = false;  // the blocks of a split row (column tile) form one thread-block cluster
                          // (sm_90) and merge through distributed shared memory, not global memory
+  int64_t max_grid = 0;  // a persistent launch (pointwise and unsplit row kernels, whose blocks
+                         // loop over the work): at most this many blocks (0: one per work item)
 
   // "block=256 vec=8 rows=1 chunk=0", then the fields that are not at their default
   // (" split=4", " tile=64x64", " stages=2", " warps=4", " warps_n=4", " min_blocks=2", " wgmma", " tma", " smem",
-  // " cluster").
+  // " cluster", " max_grid=528").
   std::string ToString() const;
   // FNV-1a of ToString(): stable across processes and platforms (it names kernels and keys caches).
   uint64_t Hash() const;

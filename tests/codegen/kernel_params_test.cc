@@ -43,6 +43,58 @@ TEST(KernelParamsTest, DefaultsAndCandidatesAreValidForEveryExampleRegion) {
   EXPECT_GT(DefaultParams(*row, xent.plan.device).chunk, 0);
 }
 
+// Persistent launches: a pointwise or unsplit row region whose default grid is larger than the
+// blocks the SMs hold gets a candidate with max_grid (the blocks an SM's threads hold x SMs);
+// the emitted launch rule caps the grid there and the kernel's blocks loop over the rest.
+// A kernel whose blocks do not loop (a column tile) refuses it by name.
+TEST(KernelParamsTest, PersistentCandidatesCapTheGrid) {
+  Analysis a = testing_codegen::AnalyzeText(R"(graph g(x: bf16[8192,4096], w: bf16[4096]) {
+    y: bf16[8192,4096] = rms_norm(x, w) {axis = -1, eps = 1e-5}
+    z: bf16[8192,4096] = mul(y, y)
+    return z
+  })");
+  const std::vector<const Region*> regions = testing_codegen::KernelRegions(a.plan);
+  ASSERT_FALSE(regions.empty());
+  const DeviceSpec& device = a.plan.device;
+  ASSERT_GT(device.sm_count, 0);
+  int persistent = 0;
+  for (const Region* r : regions) {
+    for (const KernelParams& p : CandidateParams(*r, device)) {
+      if (p.max_grid == 0) continue;
+      ++persistent;
+      EXPECT_EQ(p.max_grid % device.sm_count, 0) << p.ToString();
+      EXPECT_NE(p.ToString().find(" max_grid="), std::string::npos);
+      absl::StatusOr<KernelSource> ks = EmitKernel(*r, p);
+      ASSERT_TRUE(ks.ok()) << ks.status();
+      EXPECT_LE(ks->launch.Grid(ks->count), p.max_grid) << p.ToString();
+      KernelParams plain = p;
+      plain.max_grid = 0;
+      absl::StatusOr<KernelSource> full = EmitKernel(*r, plain);
+      ASSERT_TRUE(full.ok()) << full.status();
+      EXPECT_GT(full->launch.Grid(full->count), ks->launch.Grid(ks->count)) << p.ToString();
+    }
+  }
+  EXPECT_GE(persistent, 1);
+
+  KernelParams split{512, 8, 1, 0};
+  split.split = 4;
+  split.max_grid = 264;
+  EXPECT_FALSE(ValidateParams(split).ok());
+  Analysis col = testing_codegen::AnalyzeText(R"(graph g(x: f32[4096,1024]) {
+    s: f32[1024] = reduce_sum(x) {axes = [0], keep_dims = false}
+    return s
+  })");
+  const Region* column = testing_codegen::KernelRegions(col.plan).at(0);
+  ASSERT_EQ(column->kind, RegionKind::kColumnReduction);
+  KernelParams p = DefaultParams(*column, col.plan.device);
+  p.split = 1;
+  p.cluster = false;
+  p.max_grid = 132;
+  absl::StatusOr<KernelSource> refused = EmitKernel(*column, p);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("column_reduce.cuh"), std::string::npos) << refused.status();
+}
+
 // A region that stages a transposed read: the default is the tiled kernel's DefaultTile (the
 // tile the cost model prices), the candidates are valid tiles of it plus the plain kernel, and
 // the tile is part of the params' string and hash (it names kernels and keys caches).

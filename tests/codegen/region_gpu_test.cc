@@ -138,6 +138,42 @@ TEST_F(RegionGpuTest, RowKernelsUnderEveryCandidateParams) {
   }
 }
 
+// Persistent launches (KernelParams::max_grid): more rows or vectors than the SMs' blocks, each
+// block looping over several; the cross entropy's mean combines its rows' losses across blocks.
+// Only the candidates with max_grid, on the h100 spec (132 SMs: grids of 1056 to 4224 blocks);
+// run 7 of session 28 checked 22 such launches, with a second, half-size grid since removed.
+TEST_F(RegionGpuTest, PersistentLaunches) {
+  int checked = 0;
+  auto check = [&](const std::string& label, const std::string& text, CheckOptions options) {
+    auto analysis = Analyze(Parse(text), AnalyzeOptions{});
+    ASSERT_TRUE(analysis.ok()) << label << ": " << analysis.status();
+    for (const Region& region : analysis->plan.regions) {
+      if (!HasKernel(region.kind)) continue;
+      for (const KernelParams& params : CandidateParams(region, H100Spec())) {
+        if (params.max_grid == 0) continue;
+        options.params = params;
+        testing_gpu::CheckRegion(absl::StrFormat("%s/r%d %s", label, region.id, params.ToString()), *analysis->graph,
+                                 region, options);
+        ++checked;
+      }
+    }
+  };
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{40001, 96}, {9000, 1000}}) {
+    const std::map<std::string, Tensor> targets = XentTargets(rows, n, 5);
+    for (const auto& [name, text] : RowGraphs(rows, n)) {
+      CheckOptions options;
+      if (name == "xent_bf16") options.inputs = &targets;
+      check(absl::StrFormat("%s_%dx%d", name, rows, n), text, options);
+    }
+  }
+  check("pointwise_3001x4099", R"(graph g(x: f16[3001,4099], y: f16[4099]) {
+      z: f16[3001,4099] = mul(x, y)
+      w: f16[3001,4099] = tanh(z)
+      return w
+    })", CheckOptions{});
+  EXPECT_GE(checked, 8);
+}
+
 // Few long rows split over several blocks (a cooperative launch; the blocks of a row exchange
 // their partial statistics through global memory), with lengths that are not multiples of the
 // vector, and every split candidate.
