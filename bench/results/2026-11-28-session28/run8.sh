@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Session 28 run 8: scripts/gpu-check (tests) on the final build (c4e9efe).
+export LD_LIBRARY_PATH=$PWD/.carry/bundle/lib:/usr/local/cuda/lib64 KILN_SOURCE_DIR=$PWD
+start=$(date +%s)
+mkdir -p $OUT/r
+KILN_GPU_CHECK_PARTS=tests KILN_GPU_CHECK_JOBS=8 timeout 400 scripts/gpu-check --bundle .carry/gbx > $OUT/r/gpu_check.txt 2>&1
+echo "gpu-check rc=$? at $(( $(date +%s) - start )) s"; grep -E "passed|failed|FAILED|cases" $OUT/r/gpu_check.txt | tail -14
+tar czf $OUT/r.tgz -C $OUT r && rm -rf $OUT/r
