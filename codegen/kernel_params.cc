@@ -81,6 +81,8 @@ int VectorWidthFor(const Region& region, int64_t inner) { return VectorElements(
 // The most threads per SM a __launch_bounds__ minimum asks for: 42 registers a thread, what
 // the row kernels need unspilled (ptxas spills at 32 with 2048).
 constexpr int kMaxBoundedThreadsPerSm = 1536;
+// Column tiles per SM from which blocks of one or two warps are tuning candidates.
+constexpr int64_t kSmallBlockTilesPerSm = 4;
 
 // Whether the register cache holds a block-per-row candidate's row share: up to four times
 // the budget (the tuner may try what the rule would not choose; more spills, not errors).
@@ -340,7 +342,9 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     }
     // Blocks of one or two warps, unsplit: a tile's merge over K is then a butterfly within a
     // warp (or one exchange between two), and up to 32 tiles per SM are in flight at once, each
-    // in its own phase of load, merge and store.
+    // in its own phase of load, merge and store. Only where the tiles fill the SMs several
+    // times over: a few tiles with a long K, one or two warps each, ran 1.2-1300x slower than
+    // the default (eight column graphs, H200: bench/results/2026-11-28-session28.md, run 1).
     for (int block : {32, 64}) {
       for (int lanes : {8, 16, 32}) {
         KernelParams p = d;
@@ -349,7 +353,8 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
         p.split = 1;
         p.cluster = false;
         p.min_blocks = 0;
-        if (block % lanes == 0 && lanes * d.vector_width <= std::max<int64_t>(space.inner, d.vector_width) * 2) add(p);
+        if (block % lanes != 0 || lanes * d.vector_width > std::max<int64_t>(space.inner, d.vector_width) * 2) continue;
+        if (ColumnTiles(region, p) >= kSmallBlockTilesPerSm * std::max(device.sm_count, 1)) add(p);
       }
     }
     // The other vector where a ragged one is allowed (row_fit.h's RaggedColumnVector): the

@@ -182,10 +182,10 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
   float row_max[1][2] = {{kNegInfF(), kNegInfF()}}, row_sum[1][2] = {{0.0f, 0.0f}};
 #pragma unroll
   for (int e = 0; e < kEP / 8; ++e) o[0][e][0] = o[0][e][1] = o[0][e][2] = o[0][e][3] = 0.0f;
-  // The warpgroup computes (wgmma is collective) unless none of its rows exist or, causal,
-  // all of them precede a tile's first key; masking is per warp.
-  const bool wg_has_rows = rows.AnyOf(wg_row0, wg_row0 + 63);
-  const int wg_max_seq = rows.MaxSeq(wg_row0, wg_row0 + 63);
+  // The warpgroup computes (wgmma is collective) only its own key tiles (TilesOfWarpgroup:
+  // none without rows; causal, none whose first key follows all of its rows); masking is per
+  // warp. The block's loops run to n_end for the loads and barriers.
+  const attn::WarpgroupTiles mine = attn::TilesOfWarpgroup<Body, kBN>(rows, wg_row0, n_end);
   const int warp_min_seq = rows.MinSeq(warp_row0, warp_row0 + 15);
   const unsigned q_addr = attn::SmemAddress(sQ) + wg * 64 * 128;  // this warpgroup's rows of each panel
 
@@ -193,7 +193,6 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
   using Scores = typename Products::Scores;
   using Probabilities = typename Products::Probabilities;
   const Products products{q_addr};
-  auto active = [&](int n) { return wg_has_rows && !(Body::kCausal && n * kBN > wg_max_seq); };
   auto issue_qk = [&](Scores& s, int n) { products.IssueQK(s, attn::SmemAddress(sK + (n % kStages) * kKBytes)); };
   auto issue_pv = [&](const Probabilities& pa, int n) {
     Products::IssuePV(o, pa, attn::SmemAddress(sV + (n % kStages) * kVBytes));
@@ -220,7 +219,7 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
       __syncthreads();           // tile n is in shared memory; every warpgroup is done with tile n - 1
       if (n + 1 < n_end) load_kv(n + 1);
       attn::CpAsyncCommit();
-      if (!active(n)) continue;
+      if (n >= mine.tiles) continue;
       issue_qk(s, n);
       wgmma::Wait<0>();
       wgmma::FenceOperands(s[0]);
@@ -238,8 +237,6 @@ __device__ __forceinline__ void AttentionKernelSm90(const Body& body, long long 
     Scores s;
     Probabilities pa;
     float correction[1][2];
-    // This warpgroup's key tiles; the block's loop runs to n_end for the loads and barriers.
-    const attn::WarpgroupTiles mine = attn::TilesOfWarpgroup<Body, kBN>(rows, wg_row0, n_end);
     const int wg_tiles = mine.tiles;
     auto probabilities = [&](int n) {
       attn::TileProbabilitiesOf(body, rows, s, n, mine.plain, warp_row0, warp_min_seq, row_max, row_sum, correction, g, t);

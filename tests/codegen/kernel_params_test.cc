@@ -95,6 +95,29 @@ TEST(KernelParamsTest, PersistentCandidatesCapTheGrid) {
   EXPECT_NE(refused.status().message().find("column_reduce.cuh"), std::string::npos) << refused.status();
 }
 
+// Blocks of one or two warps are column candidates only where the tiles fill the SMs several
+// times over: softmax over the 21 classes of NCHW (8192 tiles) gets them, a max over the
+// 32768 rows of 768 columns (24 tiles with a long K, where they measured up to 1300x slower)
+// does not.
+TEST(KernelParamsTest, SmallColumnBlocksOnlyForManyTiles) {
+  auto smallest_block = [](const char* text) {
+    Analysis a = testing_codegen::AnalyzeText(text);
+    const Region* r = testing_codegen::KernelRegions(a.plan).at(0);
+    EXPECT_EQ(r->kind, RegionKind::kColumnReduction);
+    int smallest = 1 << 20;
+    for (const KernelParams& p : CandidateParams(*r, a.plan.device)) smallest = std::min(smallest, p.block_size);
+    return smallest;
+  };
+  EXPECT_LE(smallest_block(R"(graph g(x: f16[8,21,512,512]) {
+    y: f16[8,21,512,512] = softmax(x) {axis = 1}
+    return y
+  })"), 64);
+  EXPECT_GE(smallest_block(R"(graph g(x: f32[32768,768]) {
+    m: f32[768] = reduce_max(x) {axes = [0], keep_dims = false}
+    return m
+  })"), 128);
+}
+
 // A region that stages a transposed read: the default is the tiled kernel's DefaultTile (the
 // tile the cost model prices), the candidates are valid tiles of it plus the plain kernel, and
 // the tile is part of the params' string and hash (it names kernels and keys caches).
