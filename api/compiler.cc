@@ -137,6 +137,7 @@ absl::StatusOr<Analysis> Analyze(std::unique_ptr<Graph> graph, const AnalyzeOpti
   KILN_ASSIGN_OR_RETURN(analysis.passes, DefaultPipeline().Run(*graph, options.debug, observer));
   FusionOptions fusion;
   fusion.fuel = options.debug.fusion_fuel;
+  fusion.forced_rules = options.debug.forced_rules;
   KILN_ASSIGN_OR_RETURN(analysis.plan, PlanFusion(*graph, device, fusion));
   for (const PassRecord& p : analysis.passes) {
     for (const PassDecision& d : p.decisions) analysis.plan.pass_decisions.push_back({p.name, d});

@@ -12,6 +12,11 @@ The models:
                       heads, 4 x 1024 tokens; ce_head's vocabulary 32000), bf16 and f32; the
                       dropout ones in training mode. kiln runs the ONNX export
                       (torch.onnx.export(dynamo=True), opset 18) of the very module torch runs.
+  bert                bench/torch_modules.py's BERT encoder layer (post-LN, separate q/k/v
+                      Linears, erf GELU, eval mode) with a key-padding mask built from a bool
+                      input (each sequence's length drawn from [seq / 2, seq]), at the fixture
+                      size (hidden 64, 4 heads, 2 x 8 tokens) and a user's (hidden 1024, 16
+                      heads, 4 x 1024 tokens), bf16 and f32; a model no kernel was tuned on.
   llama_gqa           bench/torch_modules.py's Llama block with grouped-query attention (32
                       heads, 8 kv heads) and rotary embeddings, hidden 4096, SwiGLU 14336, at
                       4096 tokens, bf16.
@@ -62,7 +67,7 @@ import torch_modules  # noqa: E402
 
 MODES = ["eager", "default", "max-autotune-no-cudagraphs", "reduce-overhead"]
 FIXTURE_MODELS = ["gpt2_sdpa", "gpt2_manual", "gpt2_tanh", "gpt2_dropout", "gpt2_attn_dropout", "llama", "ce_head"]
-MODELS = ["transformer_block"] + FIXTURE_MODELS + ["llama_gqa"]
+MODELS = ["transformer_block"] + FIXTURE_MODELS + ["bert", "llama_gqa"]
 DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
 # Relative L2 error against the f32 reference: bf16 chains of a block land near 1e-2.
 TOLERANCE = {"bf16": 3e-2, "f32": 1e-4}
@@ -133,6 +138,13 @@ def module_case(name, size, dtype, workdir, fixtures, args):
         module = torch_modules.build("llama_block", d=4096, heads=32, kv_heads=8, ffn=14336, max_seq=4096)
         x = torch.randn(1, 4096, 4096)
         inputs, training, tokens = (x,), False, 4096
+    elif name == "bert":
+        d, heads, batch, seq = (64, 4, 2, 8) if size == "fixture" else \
+            (USER["hidden"], USER["heads"], USER["batch"], USER["seq"])
+        torch.manual_seed(0)
+        module = torch_modules.build("bert_layer", d=d, heads=heads)
+        inputs = torch_modules.make_inputs("bert_layer", module, batch=batch, seq=seq, device="cpu")
+        training, tokens = False, batch * seq
     else:
         dims = {} if size == "fixture" else USER
         module, inputs, training = fixtures.make(name, **dims)

@@ -7,6 +7,8 @@ M in {1, 16, 64} (decoding) and 4096 (prefill), it times:
   * kiln:          the graph norm(x, w) @ W through kiln.compile (tuned): the cost model
                    decides whether the norm folds into the matmul (the ledger's region kinds
                    are printed: norm_matmul, or row_reduction + matmul and why);
+  * kiln folded:   the same graph compiled with KILN_FORCE_FUSE=norm-matmul, so the fold runs
+                   wherever it is legal (the time the cost model weighs where it declines it);
   * kiln unfused:  the same as two kiln executables, norm(x, w) -> y then y @ W (kiln's norm
                    kernel, then cuBLASLt), y written and read back;
   * torch eager and torch.compile of F.rms_norm / F.layer_norm then x @ W.
@@ -20,6 +22,7 @@ against a float64 reference of the same bf16 inputs, max |error| / max |referenc
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -112,8 +115,8 @@ def main():
     mm_rate = 2 * 8192 ** 3 / mm_us
     del src, dst, a8
     print(f"copy {copy_bw / 1e3:.0f} GB/s, bf16 matmul {mm_rate / 1e6:.0f} TFLOP/s ({torch.cuda.get_device_name()})")
-    print(f"{'case':<26} {'kiln regions':<26} {'floor':>7} {'kiln':>8} {'unfused':>8} {'eager':>8} {'compile':>8}"
-          f" {'kiln/floor':>10} {'vs unf':>7} {'vs comp':>7} {'err':>8}")
+    print(f"{'case':<26} {'kiln regions':<26} {'floor':>7} {'kiln':>8} {'folded':>8} {'unfused':>8} {'eager':>8}"
+          f" {'compile':>8} {'kiln/floor':>10} {'vs unf':>7} {'vs comp':>7} {'err':>8} {'err fold':>8}")
     rows = []
     k = args.k
     for norm in args.only.split(","):
@@ -126,14 +129,23 @@ def main():
                 W = (torch.randn(k, n, device=dev) / k ** 0.5).to(torch.bfloat16)
                 ins = (x, w, b) if norm == "layer" else (x, w)
                 exe = kiln.compile(fused, tune=not args.no_tune)
+                os.environ["KILN_FORCE_FUSE"] = "norm-matmul"
+                try:
+                    forced = kiln.compile(fused, tune=not args.no_tune)
+                finally:
+                    del os.environ["KILN_FORCE_FUSE"]
                 exe1 = kiln.compile(first, tune=not args.no_tune)
                 exe2 = kiln.compile(second, tune=not args.no_tune)
                 z = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
                 y = torch.empty(m, k, device=dev, dtype=torch.bfloat16)
                 z2 = torch.empty_like(z)
+                z3 = torch.empty_like(z)
 
                 def run_fused():
                     exe(*ins, W, out=(z,))
+
+                def run_forced():
+                    forced(*ins, W, out=(z3,))
 
                 def run_unfused():
                     exe1(*ins, out=(y,))
@@ -146,6 +158,7 @@ def main():
                     def eager():
                         return F.layer_norm(x, (k,), w, b, 1e-5) @ W
                 t_kiln = time_cuda(torch, run_fused, args.reps)
+                t_forced = time_cuda(torch, run_forced, args.reps)
                 t_unf = time_cuda(torch, run_unfused, args.reps)
                 t_eager = time_cuda(torch, eager, args.reps)
                 t_comp = float("nan")
@@ -160,21 +173,29 @@ def main():
                     yd = F.layer_norm(xd, (k,), w.double(), b.double(), 1e-5)
                 ref = yd @ W.double()
                 run_fused()
+                run_forced()
                 run_unfused()
                 torch.cuda.synchronize()
                 scale = ref.abs().max().item()
                 err = (z.double() - ref).abs().max().item() / scale
+                err_forced = (z3.double() - ref).abs().max().item() / scale
                 err_unf = (z2.double() - ref).abs().max().item() / scale
                 err_eager = (eager().double() - ref).abs().max().item() / scale
                 nbytes = 2 * (m * k + k + k * n + m * n) + (2 * k if norm == "layer" else 0)
                 floor = max(nbytes / copy_bw, 2 * m * n * k / mm_rate)
                 case = f"{norm} M{m} {k}->{n}"
                 kd = kinds(exe)
-                print(f"{case:<26} {kd:<26} {floor:7.1f} {t_kiln:8.1f} {t_unf:8.1f} {t_eager:8.1f} {t_comp:8.1f}"
-                      f" {floor / t_kiln:10.2f} {t_unf / t_kiln:7.2f} {t_comp / t_kiln:7.2f} {err:8.1e}", flush=True)
+                fold_kinds = kinds(forced)
+                print(f"{case:<26} {kd:<26} {floor:7.1f} {t_kiln:8.1f} {t_forced:8.1f} {t_unf:8.1f} {t_eager:8.1f}"
+                      f" {t_comp:8.1f} {floor / t_kiln:10.2f} {t_unf / t_kiln:7.2f} {t_comp / t_kiln:7.2f} {err:8.1e}"
+                      f" {err_forced:8.1e}" + ("" if "norm_matmul" in fold_kinds else f" (not foldable: {fold_kinds})"),
+                      flush=True)
                 rows.append(dict(case=case, norm=norm, m=m, k=k, n=n, kiln_regions=kd, floor_us=floor, kiln_us=t_kiln,
+                                 kiln_folded_us=t_forced, folded_regions=fold_kinds,
+                                 folded_predicted_us=forced.ledger()["fusion"]["summary"]["predicted_fused_us"],
+                                 predicted_us=exe.ledger()["fusion"]["summary"]["predicted_fused_us"],
                                  kiln_unfused_us=t_unf, eager_us=t_eager, compile_us=t_comp, err=err,
-                                 err_unfused=err_unf, err_eager=err_eager,
+                                 err_folded=err_forced, err_unfused=err_unf, err_eager=err_eager,
                                  ledger=exe.ledger()))
     if args.json:
         with open(args.json, "w") as f:

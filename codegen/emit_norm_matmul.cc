@@ -30,7 +30,7 @@ class BodyExprs {
     TypedExpr e;
     if (IsInlinedConstant(n)) {
       KILN_ASSIGN_OR_RETURN(e, ConstantLiteral(*n));
-    } else if (n == plan_.x) {
+    } else if (n == plan_.x || n == plan_.centred) {  // the template passes x, or x - mean where centred
       e = {"x", CType::kFloat};
     } else if (auto in = in_names_.find(n); in != in_names_.end()) {
       e = {absl::StrCat("kiln::ToCompute(", in->second, "[k])"), ComputeType(n->dtype())};
@@ -111,6 +111,8 @@ absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const Ke
   std::string body = "  using T = __nv_bfloat16;\n";
   absl::StrAppend(&body, "  static constexpr long long kN = ", plan.n, ", kK = ", plan.k, ";\n");
   absl::StrAppend(&body, "  static constexpr int kReductions = ", reductions, ";\n");
+  absl::StrAppend(&body, "  static constexpr bool kCentre = ", plan.centred != nullptr ? "true" : "false",
+                  ", kColumnBias = ", plan.column_bias != nullptr ? "true" : "false", ";\n");
   for (const std::string& f : fields) absl::StrAppend(&body, "  ", f, ";\n");
   absl::StrAppend(&body, "  __device__ __forceinline__ const T* X() const { return ", in_names.at(plan.x), "; }\n");
   absl::StrAppend(&body, "  __device__ __forceinline__ const T* W() const { return ", in_names.at(epi.b), "; }  // ",
@@ -133,6 +135,11 @@ absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const Ke
     absl::StrAppend(&body, "    r *= ", Coerce(e, CType::kFloat).code, ";  // ", f->name(), "\n");
   }
   absl::StrAppend(&body, "    return r;\n  }\n");
+  if (plan.column_bias != nullptr) {
+    KILN_ASSIGN_OR_RETURN(TypedExpr e, exprs.Element(plan.column_bias));
+    absl::StrAppend(&body, "  __device__ __forceinline__ float ColumnBias(long long k) const { return ",
+                    Coerce(e, CType::kFloat).code, "; }  // ", plan.column_bias->name(), "\n");
+  }
   absl::StrAppend(&body, "  __device__ __forceinline__ float Epilogue(float y, long long m, long long n) const {\n");
   if (epi.bias) absl::StrAppend(&body, "    y += kiln::ToCompute(", in_names.at(epi.bias), "[n]);  // bias\n");
   if (epi.residual) {
@@ -153,19 +160,21 @@ absl::StatusOr<KernelSource> EmitNormMatmulKernel(const Region& region, const Ke
   ks.count = plan.m;
   ks.count_meaning = "rows";
   ks.launch.block = params.block_size;
-  ks.launch.items_per_block = tiles.tokens;
+  const int rows_per_tile = tiles.tokens - plan.VirtualRows();  // rows of x per token tile
+  ks.launch.items_per_block = rows_per_tile;
   ks.launch.grid_y = (plan.n + tiles.block_n - 1) / tiles.block_n;
   ks.launch.grid_z = tiles.split;
   ks.launch.dynamic_smem_bytes = static_cast<int>(NormMatmulSmemBytes(plan, tiles));
   if (ks.has_scratch) {
-    // One item per (token tile, feature tile): ceil(count / tokens) x grid_y items, at most
-    // (count / tokens + 1) x grid_y.
+    // One item per (token tile, feature tile): ceil(count / rows) x grid_y items, at most
+    // (count / rows + 1) x grid_y.
     const int64_t per_tile_row = ks.launch.grid_y * NormMatmulScratchItemBytes(plan, tiles);
     ks.scratch_fixed_bytes = per_tile_row;
-    ks.scratch_bytes_per_count = (per_tile_row + tiles.tokens - 1) / tiles.tokens;
+    ks.scratch_bytes_per_count = (per_tile_row + rows_per_tile - 1) / rows_per_tile;
   }
   ks.params = params;
-  ks.notes.push_back(absl::StrCat("mma.sync kernel, W loaded straight into fragments: ", tiles.tokens, " token rows x ",
+  ks.notes.push_back(absl::StrCat("mma.sync kernel, W loaded straight into fragments: ", tiles.tokens, " token rows (",
+                                  rows_per_tile, " of x) x ",
                                   tiles.block_n, " features per block, ", tiles.warps, " warps (", tiles.warps_n,
                                   " along the features), K over ", tiles.split, " blocks, ", tiles.unroll,
                                   " chunks of 32 columns in flight per warp; ", plan.Summary()));

@@ -4,7 +4,10 @@
 //   out[m, n] = epilogue(s[m] * sum_k g(x[m, k], k) W[k, n], m, n)
 //   s[m]      = f(sum_k e_1(x[m, k], k), ..., sum_k e_R(x[m, k], k))     (sums over k)
 //
-// For rms_norm(x, w) @ W: g = x w[k], e_1 = x^2, f = rsqrt(e_1 / K + eps). The normalised
+// For rms_norm(x, w) @ W: g = x w[k], e_1 = x^2, f = rsqrt(e_1 / K + eps). For layer_norm the
+// Body centres x (kCentre: every g and e_i sees x - mean_m, the mean summed here first over all
+// of K) and adds the bias's product: out = epilogue(s[m] sum_k g W + sum_k b[k] W[k, n]), the
+// second sum a virtual token row of every tile whose operand is b (kColumnBias). The normalised
 // activations never exist: each block turns its slice of x into the mma operand g(x, k) in
 // shared memory once, adding up the row statistics e_i as it goes, and applies the row scale
 // s[m] (known only once every slice is summed) to the f32 accumulators in the epilogue. (The
@@ -46,7 +49,10 @@
 //   void Stats(float x, long long k, float* s) const;    s[i] += e_i (R values)
 //   float RowScale(const float* s) const;                 f of the R sums
 //   float Epilogue(float v, long long m, long long n) const;  bias, residual, activation
-// Launch: grid ceil(count / kTokens) x ceil(kN / kBlockN) x kSplit, kThreads threads,
+//   static constexpr bool kCentre, kColumnBias;   x centred on its row mean; a column bias
+//   float ColumnBias(long long k) const;                  b[k] (with kColumnBias)
+// A tile holds kRows = kTokens - kColumnBias rows of x (the last row is the virtual one).
+// Launch: grid ceil(count / kRows) x ceil(kN / kBlockN) x kSplit, kThreads threads,
 // NormMatmulShape::kSmemBytes of dynamic shared memory (passes/fusion/norm_matmul_plan.cc
 // mirrors it), and with kSplit > 1 kScratchItemBytes of zero-initialised scratch per (token
 // tile, feature tile); count is M, the token rows. x, W and Out are 16-byte aligned.
@@ -86,10 +92,10 @@ struct NormMatmulShape {
   static constexpr int kXBytes = kTokens * kXStride * 2;
   static constexpr int kChunkStatsBytes = kTokens * (kSliceCols / 8) * kR * 4;  // per 8-column chunk
   // Dynamic shared memory: the x slice, the statistics of its 8-column chunks, then the
-  // block's row statistics and scales; the partial tile reuses the x slice once the mma is
-  // done.
+  // block's row means, row statistics and scales; the partial tile reuses the x slice once the
+  // mma is done.
   static constexpr int kSmemBytes = (kXBytes > kTokens * kRedStride * 4 ? kXBytes : kTokens * kRedStride * 4) +
-                                    kChunkStatsBytes + (kTokens + kTokens * kR) * 4;
+                                    kChunkStatsBytes + (2 * kTokens + kTokens * kR) * 4;
   // Scratch per (token tile, feature tile) item: a 16-byte ticket, then kSplit partial tiles
   // [kTokens][kBlockN] f32, then kSplit x kTokens x kR partial row statistics.
   static constexpr long long kScratchItemBytes = 16 + 4LL * kSplit * kTokens * (kBlockN + kR);
@@ -111,6 +117,7 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
   constexpr int kXStride = Shape::kXStride, kRedStride = Shape::kRedStride, kThreads = Shape::kThreads;
   constexpr int kPieceBytes = Shape::kPieceBytes, kPieces = Shape::kPieces;
   constexpr long long kN = Body::kN, kK = Body::kK;
+  constexpr int kRows = kTokens - (Body::kColumnBias ? 1 : 0);  // rows of x per tile; then the virtual row
   static_assert(Shape::kChunks == static_cast<int>((kK + 31) / 32), "the shape is made for this body's K");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const xs = reinterpret_cast<T*>(smem_raw);                       // [kTokens][kXStride]
@@ -118,6 +125,7 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
   float* const row_stats = reinterpret_cast<float*>(smem_raw + Shape::kSmemBytes) - kTokens * (kR + 1);
   float* const chunk_stats = row_stats - Shape::kChunkStatsBytes / 4;  // [kTokens][kSliceCols / 8][kR]
   float* const scale = row_stats + kTokens * kR;                      // [kTokens]
+  float* const centre = row_stats - Shape::kChunkStatsBytes / 4 - kTokens;  // [kTokens] row means (kCentre)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   const int wn = warp % kWarpsN, wk = warp / kWarpsN;
@@ -164,17 +172,44 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
     }
   };
 
-  for (long long m0 = static_cast<long long>(blockIdx.x) * kTokens; m0 < count;
-       m0 += static_cast<long long>(gridDim.x) * kTokens) {
-    // x[m0 .., k_begin .. k_end) -> shared memory as it is (zeros past M and the slice) ...
+  for (long long m0 = static_cast<long long>(blockIdx.x) * kRows; m0 < count;
+       m0 += static_cast<long long>(gridDim.x) * kRows) {
+    // x[m0 .., k_begin .. k_end) -> shared memory as it is (zeros past M, the slice and the
+    // virtual row) ...
     constexpr int kXChunks = kTokens * (Shape::kSliceCols / 8);
     for (int c = tid; c < kXChunks; c += kThreads) {
       const int r = c / (Shape::kSliceCols / 8), col = (c % (Shape::kSliceCols / 8)) * 8;
       const long long k = k_begin + col;
-      const bool ok = m0 + r < count && k < k_end;
+      const bool ok = (kRows == kTokens || r < kRows) && m0 + r < count && k < k_end;
       CpAsync16(xs + r * kXStride + col, ok ? x + (m0 + r) * kK + k : x, ok);
     }
     CpAsyncCommit();
+    if constexpr (Body::kCentre) {
+      // ... while each row's mean over all of K is summed from global memory (L2): a warp per
+      // row, each lane its 8-column vectors in order, then a fixed shuffle tree, so that every
+      // split block of the row subtracts the same mean.
+      // (Eight vectors a lane in flight: the row's loads are latency, not bandwidth.)
+      constexpr int kCentreIters = static_cast<int>((kK + 255) / 256);
+      for (int r = warp; r < kRows; r += kWarps) {
+        float sum = 0.0f;
+        if (m0 + r < count) {
+          const T* row = x + (m0 + r) * kK;
+#pragma unroll 8
+          for (int i = 0; i < kCentreIters; ++i) {
+            const long long k = 8LL * lane + 256LL * i;
+            if (k < kK) {
+              const uint4 raw = __ldg(reinterpret_cast<const uint4*>(row + k));
+              const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) sum += ToCompute(v[e]);
+            }
+          }
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        if (lane == 0) centre[r] = sum / static_cast<float>(kK);
+      }
+    }
     CpAsyncWait<0>();
     __syncthreads();
 
@@ -192,18 +227,28 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
       float st[kR];
 #pragma unroll
       for (int q = 0; q < kR; ++q) st[q] = 0.0f;
-      if (m0 + r < count && k < k_end) {
+      if ((kRows == kTokens || r < kRows) && m0 + r < count && k < k_end) {
         uint4* const p = reinterpret_cast<uint4*>(xs + r * kXStride + col);
         uint4 raw = *p, out;
         const T* v = reinterpret_cast<const T*>(&raw);
         T* o = reinterpret_cast<T*>(&out);
+        const float mean = Body::kCentre ? centre[r] : 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          const float xv = ToCompute(v[e]);
+          float xv = ToCompute(v[e]);
+          if constexpr (Body::kCentre) xv -= mean;
           body.Stats(xv, k + e, st);
           o[e] = FromCompute<T>(body.Operand(xv, k + e));
         }
         *p = out;
+      } else if constexpr (Body::kColumnBias) {
+        if (r == kRows && k < k_end) {  // the virtual row: b, whose product is b @ W
+          uint4 out;
+          T* o = reinterpret_cast<T*>(&out);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) o[e] = FromCompute<T>(body.ColumnBias(k + e));
+          *reinterpret_cast<uint4*>(xs + r * kXStride + col) = out;
+        }
       }
 #pragma unroll
       for (int q = 0; q < kR; ++q) chunk_stats[c * kR + q] = st[q];
@@ -307,19 +352,23 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
     if constexpr (kSplit == 1) {
       if (tid < kTokens) scale[tid] = body.RowScale(row_stats + tid * kR);
       __syncthreads();
-      for (int c = tid; c < kTokens * kOutCpr; c += kThreads) {
+      for (int c = tid; c < kRows * kOutCpr; c += kThreads) {
         const int r = c / kOutCpr, col = (c % kOutCpr) * 8;
         const long long m = m0 + r, n = n0 + col;
         if (m >= count || n >= kN) continue;
         uint4 out;
         T* o = reinterpret_cast<T*>(&out);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) o[e] = FromCompute<T>(body.Epilogue(scale[r] * red[r * kRedStride + col + e], m, n + e));
+        for (int e = 0; e < 8; ++e) {
+          float y = scale[r] * red[r * kRedStride + col + e];
+          if constexpr (Body::kColumnBias) y += red[kRows * kRedStride + col + e];
+          o[e] = FromCompute<T>(body.Epilogue(y, m, n + e));
+        }
         *reinterpret_cast<uint4*>(body.Out() + m * kN + n) = out;
       }
     } else {
       // Publish this split's partial tile and statistics; the last block of the item merges.
-      const long long item = (m0 / kTokens) * gridDim.y + blockIdx.y;
+      const long long item = (m0 / kRows) * gridDim.y + blockIdx.y;
       unsigned char* const base = static_cast<unsigned char*>(scratch) + item * Shape::kScratchItemBytes;
       unsigned* const ticket = reinterpret_cast<unsigned*>(base);
       float* const parts = reinterpret_cast<float*>(base + 16);           // [kSplit][kTokens][kBlockN]
@@ -350,11 +399,8 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
           scale[tid] = body.RowScale(st);
         }
         __syncthreads();
-        for (int c = tid; c < kTokens * kOutCpr; c += kThreads) {
-          const int r = c / kOutCpr, col = (c % kOutCpr) * 8;
-          const long long m = m0 + r, n = n0 + col;
-          if (m >= count || n >= kN) continue;
-          float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+        // Row r's 8 columns at `col`, summed over the splits in split order, added to v.
+        auto merge = [&](int r, int col, float (&v)[8]) {
           for (int sp = 0; sp < kSplit; ++sp) {
             const float* p = parts + (sp * kTokens + r) * kBlockN + col;
             const float4 lo = __ldcg(reinterpret_cast<const float4*>(p));
@@ -362,10 +408,20 @@ __device__ __forceinline__ void NormMatmulKernel(const Body& body, long long cou
             v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w;
             v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
           }
+        };
+        for (int c = tid; c < kRows * kOutCpr; c += kThreads) {
+          const int r = c / kOutCpr, col = (c % kOutCpr) * 8;
+          const long long m = m0 + r, n = n0 + col;
+          if (m >= count || n >= kN) continue;
+          float v[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+          merge(r, col, v);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[e] *= scale[r];
+          if constexpr (Body::kColumnBias) merge(kRows, col, v);  // + b @ W
           uint4 out;
           T* o = reinterpret_cast<T*>(&out);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) o[e] = FromCompute<T>(body.Epilogue(scale[r] * v[e], m, n + e));
+          for (int e = 0; e < 8; ++e) o[e] = FromCompute<T>(body.Epilogue(v[e], m, n + e));
           *reinterpret_cast<uint4*>(body.Out() + m * kN + n) = out;
         }
       }

@@ -33,7 +33,8 @@ Shows every fusion decision for GRAPH and the cost-model numbers behind it.
                     heuristic KernelParams (no NVRTC needed; `kiln tune` may pick others)
   --shape BINDINGS  ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
 
-Environment: KILN_FUSION_FUEL=N stops after N merges; KILN_DISABLE_PASSES=a,b skips passes;
+Environment: KILN_FUSION_FUEL=N stops after N merges; KILN_FORCE_FUSE=rule,... takes every legal
+merge of those rules whatever its price; KILN_DISABLE_PASSES=a,b skips passes;
 KILN_DUMP=ir,passes,ledger writes dumps to KILN_DUMP_DIR (or stderr).
 )";
 

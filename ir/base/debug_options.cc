@@ -59,6 +59,9 @@ absl::StatusOr<DebugOptions> DebugOptionsFromEnv() {
        absl::StrSplit(Env("KILN_DISABLE_PASSES"), ',', absl::SkipWhitespace())) {
     options.disabled_passes.insert(std::string(absl::StripAsciiWhitespace(item)));
   }
+  for (absl::string_view item : absl::StrSplit(Env("KILN_FORCE_FUSE"), ',', absl::SkipWhitespace())) {
+    options.forced_rules.insert(std::string(absl::StripAsciiWhitespace(item)));
+  }
   std::string fuel = Env("KILN_FUSION_FUEL");
   if (!fuel.empty()) {
     int64_t n;

@@ -3,6 +3,8 @@
 //   KILN_DUMP_DIR=DIR                                            where dumps go (default: stderr)
 //   KILN_DISABLE_PASSES=a,b                                      passes the pipeline skips
 //   KILN_FUSION_FUEL=N                                           stop fusing after N merges
+//   KILN_FORCE_FUSE=rule,...                                     take every legal merge of these
+//                                                                ledger rules whatever its price
 //   KILN_VERIFY=0|1                                              verify after each pass (default 1)
 // README.md's Debugging section mirrors this list.
 #ifndef KILN_IR_BASE_DEBUG_OPTIONS_H_
@@ -33,6 +35,7 @@ struct DebugOptions {
   std::string dump_dir;               // empty: stderr
   std::set<std::string> disabled_passes;
   std::optional<int64_t> fusion_fuel;  // nullopt: unlimited
+  std::set<std::string> forced_rules;  // KILN_FORCE_FUSE (e.g. norm-matmul)
   bool verify = true;
 
   bool Dumps(DumpKind kind) const { return dump.count(kind) > 0; }

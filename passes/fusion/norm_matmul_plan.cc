@@ -39,16 +39,25 @@ class PrologueChecker {
   PrologueChecker(const absl::flat_hash_set<const Node*>& prologue, const Shape& a, NormMatmulPlan& plan)
       : prologue_(prologue), a_(a), plan_(plan) {}
 
-  // `n` as a value of the operand g or of a reduction's input: no row value below it.
+  // `n` as a value of the operand g or of a reduction's input: no row value below it but the
+  // mean of x that centres it.
   absl::Status Element(const Node* n) {
     if (!checked_element_.insert(n).second) return absl::OkStatus();
     const Varies v = Classify(n->shape(), a_);
     if (!prologue_.contains(n)) return Leaf(n, v);
+    if (const Node* x = CentredInput(n)) {
+      if (plan_.centred != nullptr) {
+        return Refuse(absl::StrCat("x is centred twice (", plan_.centred->name(), ", ", n->name(),
+                                   "): the template subtracts one mean"));
+      }
+      plan_.centred = n;
+      return X(x, /*raw=*/false);
+    }
     if (v == Varies::kRow) {
       return Refuse(absl::StrCat(
           "the operand of the matmul reads the row value ", n->name(),
-          " other than as a factor (x - mean, as layer_norm centres): the one-pass norm_matmul template needs the "
-          "operand free of row statistics, which are known only once all of K is summed"));
+          " other than as a factor or as the mean that centres x (x - mean(x), as layer_norm centres): the norm_matmul "
+          "template needs the operand free of other row statistics, which are known only once all of K is summed"));
     }
     if (v == Varies::kOther) return Refuse(absl::StrCat(n->name(), " ", ShapeToString(n->shape()), " is neither [.., M, K] nor [K] nor a row"));
     if (!Evaluable(n)) {
@@ -86,18 +95,42 @@ class PrologueChecker {
     return absl::OkStatus();
   }
 
+  bool raw_x() const { return raw_x_; }
+
  private:
+  // x - mean(x) over the last axis, x the tensor read (or its float cast): the node that the
+  // template centres (NormMatmulPlan::centred). Returns the tensor read, or nullptr.
+  const Node* CentredInput(const Node* n) const {
+    if (n->op() != OpKind::kSub) return nullptr;
+    const Node* base = n->operand(0);
+    const Node* mean = n->operand(1);
+    if (mean->op() != OpKind::kReduceMean || !prologue_.contains(mean) || mean->operand(0) != base ||
+        Classify(mean->shape(), a_) != Varies::kRow) {
+      return nullptr;
+    }
+    const std::vector<int64_t>& axes = mean->attrs().GetInts("axes");
+    const int64_t rank = static_cast<int64_t>(a_.size());
+    if (axes.size() != 1 || (axes[0] != rank - 1 && axes[0] != -1)) return nullptr;
+    const Node* x = prologue_.contains(base) && IsFloatCast(base) ? base->operand(0) : base;
+    if (prologue_.contains(x) || Classify(x->shape(), a_) != Varies::kElement) return nullptr;
+    return x;
+  }
+
+  // x, the one [.., M, K] tensor the prologue reads; `raw`: read other than centred.
+  absl::Status X(const Node* n, bool raw) {
+    if (plan_.x != nullptr && plan_.x != n) {
+      return Refuse(absl::StrCat("the norm reads two [.., M, K] tensors (", plan_.x->name(), ", ", n->name(),
+                                 "): a residual add before the norm stays in the producer's region"));
+    }
+    plan_.x = n;
+    raw_x_ = raw_x_ || raw;
+    return absl::OkStatus();
+  }
+
   // A value read from memory (or a literal).
   absl::Status Leaf(const Node* n, Varies v) {
     if (IsInlinedConstant(n)) return absl::OkStatus();
-    if (v == Varies::kElement) {
-      if (plan_.x != nullptr && plan_.x != n) {
-        return Refuse(absl::StrCat("the norm reads two [.., M, K] tensors (", plan_.x->name(), ", ", n->name(),
-                                   "): a residual add before the norm stays in the producer's region"));
-      }
-      plan_.x = n;
-      return absl::OkStatus();
-    }
+    if (v == Varies::kElement) return X(n, /*raw=*/true);
     if (v == Varies::kColumn && IsFloat(n->dtype())) return absl::OkStatus();
     return Refuse(absl::StrCat(n->name(), " ", ShapeToString(n->shape()),
                                " is read by the norm but is neither x [.., M, K] nor a float [K] weight"));
@@ -107,15 +140,18 @@ class PrologueChecker {
   const Shape& a_;
   NormMatmulPlan& plan_;
   absl::flat_hash_set<const Node*> checked_element_, checked_row_;
+  bool raw_x_ = false;
 };
 
 }  // namespace
 
 std::string NormMatmulPlan::Summary() const {
-  std::string s = absl::StrCat("norm of ", x->name(), " [", m, " x ", k, "] -> ", n, " features; ", reductions.size(),
+  std::string s = absl::StrCat("norm of ", x->name(), " [", m, " x ", k, "] -> ", n, " features; ",
+                               centred != nullptr ? "x centred on its row mean; " : "", reductions.size(),
                                " row statistic", reductions.size() == 1 ? "" : "s", ", ", row_factors.size(),
                                " row factor", row_factors.size() == 1 ? "" : "s", "; W ",
                                w_transposed ? "[N, K]" : "[K, N]");
+  if (column_bias != nullptr) absl::StrAppend(&s, "; column bias ", column_bias->name(), " as a virtual token row");
   std::vector<std::string> epi;
   if (epilogue.bias) epi.push_back("bias");
   if (epilogue.residual) epi.push_back("residual");
@@ -171,9 +207,24 @@ absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region) {
     return Refuse(absl::StrCat("K ", plan.k, ", N ", plan.n, ": the template moves 16-byte vectors (multiples of 8)"));
   }
 
-  // Flatten A through casts and products: row-shaped factors scale the accumulators, the
+  // Peel A's casts and an additive per-column term (layer_norm's bias: A = s g + b(k)); then
+  // flatten it through casts and products: row-shaped factors scale the accumulators, the
   // others multiply into the operand.
-  std::vector<const Node*> factors = {a};
+  const Node* top = a;
+  while (prologue.contains(top)) {
+    if (IsFloatCast(top)) {
+      top = top->operand(0);
+      continue;
+    }
+    if (top->op() != OpKind::kAdd || plan.column_bias != nullptr) break;
+    const int column = Classify(top->operand(1)->shape(), as) == Varies::kColumn   ? 1
+                       : Classify(top->operand(0)->shape(), as) == Varies::kColumn ? 0
+                                                                                     : -1;
+    if (column < 0 || Classify(top->operand(1 - column)->shape(), as) != Varies::kElement) break;
+    plan.column_bias = top->operand(column);
+    top = top->operand(1 - column);
+  }
+  std::vector<const Node*> factors = {top};
   while (!factors.empty()) {
     const Node* f = factors.back();
     factors.pop_back();
@@ -191,7 +242,12 @@ absl::StatusOr<NormMatmulPlan> AnalyzeNormMatmulPlan(const Region& region) {
   PrologueChecker check(prologue, as, plan);
   for (const Node* f : plan.operand_factors) KILN_RETURN_IF_ERROR(check.Element(f));
   for (const Node* f : plan.row_factors) KILN_RETURN_IF_ERROR(check.Row(f));
+  if (plan.column_bias != nullptr) KILN_RETURN_IF_ERROR(check.Element(plan.column_bias));
   if (plan.reductions.empty()) return Refuse("the prologue has no row statistic to fold");
+  if (plan.centred != nullptr && check.raw_x()) {
+    return Refuse(absl::StrCat("the prologue reads x both centred (", plan.centred->name(),
+                               ") and as it is: the template gives its Body x - mean only"));
+  }
   if (plan.x == nullptr || plan.x->dtype() != DType::kBF16) {
     return Refuse("the norm's input must be a bf16 [.., M, K] tensor read from memory");
   }
@@ -231,15 +287,20 @@ int64_t NormMatmulSmemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& t
   const int64_t x_bytes = t.tokens * x_stride * 2;
   const int64_t red_bytes = t.tokens * (t.block_n + 4) * 4;
   const int64_t chunk_stats = t.tokens * (slice_cols / 8) * Statistics(plan) * 4;
-  return std::max(x_bytes, red_bytes) + chunk_stats + (t.tokens + t.tokens * Statistics(plan)) * 4;
+  return std::max(x_bytes, red_bytes) + chunk_stats + (2 * t.tokens + t.tokens * Statistics(plan)) * 4;
 }
 
 int64_t NormMatmulScratchItemBytes(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
   return 16 + 4LL * t.split * t.tokens * (t.block_n + Statistics(plan));
 }
 
+int64_t NormMatmulTokenTiles(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
+  const int64_t rows = std::max(1, t.tokens - plan.VirtualRows());
+  return (plan.m + rows - 1) / rows;
+}
+
 int64_t NormMatmulBlocks(const NormMatmulPlan& plan, const NormMatmulTiles& t) {
-  return (plan.m + t.tokens - 1) / t.tokens * ((plan.n + t.block_n - 1) / t.block_n) * t.split;
+  return NormMatmulTokenTiles(plan, t) * ((plan.n + t.block_n - 1) / t.block_n) * t.split;
 }
 
 FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTiles& t, const DeviceSpec& device) {
@@ -275,13 +336,16 @@ FusionDecision NormMatmulTilesFit(const NormMatmulPlan& plan, const NormMatmulTi
 
 NormMatmulTiles DefaultNormMatmulTiles(const NormMatmulPlan& plan, const DeviceSpec& device) {
   NormMatmulTiles t;
-  t.tokens = static_cast<int>(std::min<int64_t>(64, (plan.m + 7) / 8 * 8));
+  t.tokens = static_cast<int>(std::min<int64_t>(64, (plan.m + plan.VirtualRows() + 7) / 8 * 8));
   t.warps = t.warps_n = t.tokens <= 8 ? 4 : 8;
-  const int f_tiles = t.tokens <= 8 ? 4 : 2;
+  // Centred (layer_norm), 32 tokens or more: one fragment per warp. Its centring and virtual
+  // row leave 2 fragments without enough registers under NVRTC (56 bytes spilled at 128
+  // registers for 24 rows of 1000 -> 1032, where rms_norm's 32 tokens spill none).
+  const int f_tiles = t.tokens <= 8 ? 4 : plan.centred != nullptr && t.tokens >= 32 ? 1 : 2;
   t.block_n = 16 * f_tiles * t.warps_n;
   while (t.block_n > 16 * t.warps_n && t.block_n / 2 >= plan.n) t.block_n /= 2;  // narrow N: no empty fragments
   t.unroll = std::max(1, kNormMatmulLoadWords / (8 * t.f_tiles()));
-  const int64_t tiles = (plan.m + t.tokens - 1) / t.tokens * ((plan.n + t.block_n - 1) / t.block_n);
+  const int64_t tiles = NormMatmulTokenTiles(plan, t) * ((plan.n + t.block_n - 1) / t.block_n);
   const double want = 3.5 * std::max(1, device.sm_count) / static_cast<double>(tiles);
   t.split = 1;
   while (t.split < 16 && 2.0 * t.split <= want * 1.41) t.split *= 2;  // the power of two nearest `want`

@@ -36,6 +36,22 @@ bool Profitable(const FusionRecord& r) {
   return view && r.saved_us() > -kEpsilonUs;
 }
 
+// The verdict of an allowed or refused candidate. A legal merge whose rule KILN_FORCE_FUSE
+// names is taken whatever its price (to measure what the model declines), and says so.
+void SetVerdict(bool allowed, const FusionOptions& options, FusionRecord& rec) {
+  if (!allowed) {
+    rec.verdict = "refuse";
+  } else if (Profitable(rec)) {
+    rec.verdict = "fuse";
+  } else if (options.forced_rules.count(rec.rule) > 0) {
+    rec.verdict = "fuse";
+    absl::StrAppend(&rec.reason, " [forced by KILN_FORCE_FUSE: priced ", absl::StrFormat("%.2f", -rec.saved_us()),
+                    " us slower]");
+  } else {
+    rec.verdict = "unprofitable";
+  }
+}
+
 struct Candidate {
   FusionRecord record;
   std::vector<int> consumers;  // recompute: every consumer
@@ -48,7 +64,7 @@ constexpr char kRecomputeCycle[] =
     "recomputing the producer in every consumer would create a cycle in the region graph";
 
 // Prices merging region p into region c.
-Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, int c) {
+Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, const FusionOptions& options, int p, int c) {
   Candidate cand;
   Region rp = state.Describe(p), rc = state.Describe(c);
   Region merged = state.Describe(-1, state.Union(p, c), {p, c});
@@ -70,7 +86,7 @@ Candidate PriceMerge(const FusionState& state, const DeviceSpec& device, int p, 
   rec.times.unfused.Add(EstimateRunTime(rc, device));
   rec.times.fused = EstimateRunTime(merged, device);
   cand.allowed = decision.ok();
-  rec.verdict = !decision.ok() ? "refuse" : Profitable(rec) ? "fuse" : "unprofitable";
+  SetVerdict(cand.allowed, options, rec);
   return cand;
 }
 
@@ -84,8 +100,8 @@ constexpr size_t kMaxRecomputeConsumers = 16;
 // Prices recomputing pointwise producer p inside every one of its consumers. Each merged
 // region is described on the state after the whole recompute, where no consumer reads the
 // producer from memory any more, and the cycle check runs on that region graph too.
-std::optional<Candidate> PriceRecompute(FusionState& state, const DeviceSpec& device, int p,
-                                        const std::vector<int>& consumers, const Graph& graph) {
+std::optional<Candidate> PriceRecompute(FusionState& state, const DeviceSpec& device, const FusionOptions& options,
+                                        int p, const std::vector<int>& consumers, const Graph& graph) {
   Region rp = state.Describe(p);
   if (consumers.size() < 2 || rp.kind != RegionKind::kPointwise) return std::nullopt;
   for (const Graph::Output& out : graph.outputs()) {
@@ -133,7 +149,7 @@ std::optional<Candidate> PriceRecompute(FusionState& state, const DeviceSpec& de
                                               "%.2f us in all, against %.2f us with it written once",
                                               consumers.size(), rec.fused_us(), rec.unfused_us())
                             : refusal.reason();
-  rec.verdict = !cand.allowed ? "refuse" : Profitable(rec) ? "fuse" : "unprofitable";
+  SetVerdict(cand.allowed, options, rec);
   return cand;
 }
 
@@ -298,7 +314,7 @@ class LiveCandidates {
     plan.records.push_back(cand.record);
     Slot slot{p, c < 0 ? 1 : 0, c};
     Candidate& stored = live_.emplace(slot, std::move(cand)).first->second;
-    if (!stored.allowed || !Profitable(stored.record)) return;
+    if (!stored.allowed || stored.record.verdict != "fuse") return;
     eligible_.Insert({slot, &stored, stored.record.mode == "recompute", stored.record.saved_us()});
   }
 
@@ -384,10 +400,12 @@ absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& devi
       live.SetConsumers(p, state.Consumers(p));
       for (int c : live.consumers_of(p)) {
         if (live.Has(p, c)) continue;
-        live.Add(p, c, PriceMerge(state, device, p, c), plan);
+        live.Add(p, c, PriceMerge(state, device, options, p, c), plan);
       }
       if (!live.HasRecompute(p, live.consumers_of(p))) {
-        if (auto r = PriceRecompute(state, device, p, live.consumers_of(p), graph)) live.Add(p, -1, *r, plan);
+        if (auto r = PriceRecompute(state, device, options, p, live.consumers_of(p), graph)) {
+          live.Add(p, -1, *r, plan);
+        }
       }
     }
     dirty.clear();

@@ -13,6 +13,7 @@
 #define KILN_PASSES_FUSION_PRIORITY_FUSION_H_
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,8 @@ struct FusionPlan {
 };
 
 struct FusionOptions {
-  std::optional<int64_t> fuel;  // KILN_FUSION_FUEL
+  std::optional<int64_t> fuel;        // KILN_FUSION_FUEL
+  std::set<std::string> forced_rules;  // KILN_FORCE_FUSE: legal merges of these rules are taken whatever their price
 };
 
 absl::StatusOr<FusionPlan> PlanFusion(const Graph& graph, const DeviceSpec& device,

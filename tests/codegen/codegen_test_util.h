@@ -13,10 +13,12 @@
 
 namespace kiln::testing_codegen {
 
-inline Analysis AnalyzeText(const std::string& text) {
+inline Analysis AnalyzeText(const std::string& text, const DebugOptions& debug = {}) {
   auto graph = ParseGraph(text);
   EXPECT_TRUE(graph.ok()) << graph.status();
-  auto analysis = Analyze(std::move(*graph), AnalyzeOptions{});
+  AnalyzeOptions options;
+  options.debug = debug;
+  auto analysis = Analyze(std::move(*graph), options);
   EXPECT_TRUE(analysis.ok()) << analysis.status();
   return std::move(*analysis);
 }

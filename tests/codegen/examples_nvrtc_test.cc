@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/kernel_params.h"
 #include "gtest/gtest.h"
+#include "passes/fusion/norm_matmul_plan.h"
 #include "passes/fusion/reduce_placement.h"
 #include "passes/fusion/region_kind.h"
 #include "runtime/nvrtc_compile.h"
@@ -343,6 +344,53 @@ TEST(ExamplesNvrtcTest, RaggedColumnsWithFullSpaceOutputsCompileWhenAsked) {
     EXPECT_NE(ks->source.find("1001LL - i0"), std::string::npos) << ks->source;
     CompileAndReport(absl::StrCat("ragged full-space r", r->id, " ", p.ToString()), *ks, &seen, -1);
   }
+}
+
+// A norm folded into its Linear (norm_matmul.cuh; forced, as KILN_FORCE_FUSE=norm-matmul does,
+// where the cost model declines it): rms_norm, and layer_norm with x centred and its bias a
+// virtual token row, one decoding row of 4096 x 4096 and 24 rows of 1000 -> 1032 (a K that is
+// not a multiple of 32, a partial feature tile): every tuning candidate compiles, the default
+// without spills.
+TEST(ExamplesNvrtcTest, NormMatmulCandidatesCompile) {
+  const std::vector<std::string> graphs = {
+      R"(graph g(x: bf16[1,4096], w: bf16[4096], W: bf16[4096,4096]) {
+        y: bf16[1,4096] = rms_norm(x, w) {axis = -1, eps = 1e-06}
+        z: bf16[1,4096] = matmul(y, W)
+        return z
+      })",
+      R"(graph g(x: bf16[1,4096], w: bf16[4096], b: bf16[4096], W: bf16[4096,4096]) {
+        y: bf16[1,4096] = layer_norm(x, w, b) {axis = -1, eps = 1e-05}
+        z: bf16[1,4096] = matmul(y, W)
+        return z
+      })",
+      R"(graph g(x: bf16[24,1000], w: bf16[1000], b: bf16[1000], W: bf16[1032,1000], c: bf16[1032]) {
+        y: bf16[24,1000] = layer_norm(x, w, b) {axis = -1, eps = 1e-05}
+        t: bf16[1000,1032] = transpose(W) {perm = [1, 0]}
+        z: bf16[24,1032] = matmul(y, t)
+        o: bf16[24,1032] = add(z, c)
+        return o
+      })",
+  };
+  std::set<std::string> seen;
+  int layer_norms = 0;
+  DebugOptions forced;
+  forced.forced_rules = {"norm-matmul"};
+  for (const std::string& text : graphs) {
+    Analysis a = testing_codegen::AnalyzeText(text, forced);
+    for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+      ASSERT_EQ(r->kind, RegionKind::kNormMatmul) << text;
+      ASSERT_NE(r->norm_matmul, nullptr);
+      layer_norms += r->norm_matmul->centred != nullptr;
+      const KernelParams d = DefaultParams(*r, a.plan.device);
+      for (const KernelParams& p : CandidateParams(*r, a.plan.device)) {
+        auto ks = EmitKernel(*r, p);
+        ASSERT_TRUE(ks.ok()) << ks.status();
+        // The default never spills; a tuning candidate may spill a few words (the tuner times it).
+        CompileAndReport(absl::StrCat("norm_matmul r", r->id, " ", p.ToString()), *ks, &seen, p == d ? 0 : 32);
+      }
+    }
+  }
+  EXPECT_EQ(layer_norms, 2);
 }
 
 TEST(ExamplesNvrtcTest, EveryGoldenCaseCompilesForSm90a) {

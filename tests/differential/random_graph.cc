@@ -548,7 +548,7 @@ class Generator {
     return Add(OpKind::kMatmul, {a, b}, {}, 2 * a.bound + 1, false, false).status();
   }
 
-  // rms_norm over the last axis of a fresh [rows, k] input, read only by a Linear layer: the
+  // rms_norm or layer_norm over the last axis of a fresh [rows, k] input, read only by a Linear layer: the
   // pattern the norm_matmul kind folds (passes/fusion/norm_matmul_plan.h) where it pays, at the
   // token rows, widths and weight layouts it tiles (and some it must refuse: odd k, f16, f32).
   absl::Status NormLinear() {
@@ -564,9 +564,19 @@ class Generator {
       KILN_ASSIGN_OR_RETURN(Value w, NewInput(dtype, Shape{k}));
       operands.push_back(w);
     }
-    const double bound = std::min(std::sqrt(double(k)), 8.0) + 1;
-    KILN_ASSIGN_OR_RETURN(Value y, Add(OpKind::kRmsNorm, operands, {{"axis", int64_t{-1}}, {"eps", 1e-6}}, bound,
-                                       false, false));
+    // layer_norm (its bias a second [k] input) a third of the time: the centred fold.
+    const bool layer = rng_.Chance(0.33);
+    if (layer) {
+      if (operands.size() == 1) {
+        KILN_ASSIGN_OR_RETURN(Value w, NewInput(dtype, Shape{k}));
+        operands.push_back(w);
+      }
+      KILN_ASSIGN_OR_RETURN(Value bias, NewInput(dtype, Shape{k}));
+      operands.push_back(bias);
+    }
+    const double bound = std::min(std::sqrt(double(k)), 8.0) + 1 + (layer ? 1 : 0);
+    KILN_ASSIGN_OR_RETURN(Value y, Add(layer ? OpKind::kLayerNorm : OpKind::kRmsNorm, operands,
+                                       {{"axis", int64_t{-1}}, {"eps", layer ? 1e-5 : 1e-6}}, bound, false, false));
     Value b;
     if (rng_.Chance(0.3)) {
       KILN_ASSIGN_OR_RETURN(Value w, NewInput(dtype, Shape{n, k}));

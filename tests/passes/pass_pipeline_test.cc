@@ -158,12 +158,15 @@ TEST(DebugOptionsTest, UnknownDumpNameIsAnErrorListingValidNames) {
 TEST(DebugOptionsTest, FuelAndDisabledPassesAreParsed) {
   setenv("KILN_FUSION_FUEL", "3", 1);
   setenv("KILN_DISABLE_PASSES", "cse, dce", 1);
+  setenv("KILN_FORCE_FUSE", "norm-matmul, pointwise", 1);
   auto options = DebugOptionsFromEnv();
   unsetenv("KILN_FUSION_FUEL");
   unsetenv("KILN_DISABLE_PASSES");
+  unsetenv("KILN_FORCE_FUSE");
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->fusion_fuel, 3);
   EXPECT_EQ(options->disabled_passes.count("dce"), 1u);
+  EXPECT_EQ(options->forced_rules, (std::set<std::string>{"norm-matmul", "pointwise"}));
   setenv("KILN_FUSION_FUEL", "-1", 1);
   EXPECT_FALSE(DebugOptionsFromEnv().ok());
   unsetenv("KILN_FUSION_FUEL");

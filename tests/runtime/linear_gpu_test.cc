@@ -3,7 +3,10 @@
 // by pointwise and attention regions, and the relu epilogue. Each graph is compiled for this
 // GPU, run on random inputs, and compared with the interpreter evaluating the same plan
 // (api/reference.h) at the graph tolerances of ir/compare.h.
+#include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +17,7 @@
 #include "ir/interpreter.h"
 #include "ir/promote.h"
 #include "passes/fusion/ledger.h"
+#include "passes/fusion/norm_matmul_plan.h"
 #include "runtime/artifact.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
@@ -30,12 +34,17 @@ class LinearGpuTest : public ::testing::Test {
 
   // Compiles `graph`, runs it, compares with the planned interpreter (and prints the distance
   // to the original graph in f32); returns the compiled result for further checks.
-  std::optional<Compiled> CompileRunAndCompare(std::unique_ptr<Graph> graph, bool tune = false) {
+  // `adjust` may change the random inputs first; `force` names ledger rules whose legal merges
+  // are taken whatever their price (KILN_FORCE_FUSE).
+  std::optional<Compiled> CompileRunAndCompare(std::unique_ptr<Graph> graph, bool tune = false,
+                                               const std::function<void(std::map<std::string, Tensor>&)>& adjust = {},
+                                               const std::set<std::string>& force = {}) {
     const std::string name = graph->name();
     std::unique_ptr<Graph> original = graph->Clone();
     CompileOptions options;
     options.tune = tune;
     options.tune_afresh = tune;
+    options.analyze.debug.forced_rules = force;
     auto arch = CurrentDeviceArch();
     EXPECT_TRUE(arch.ok()) << arch.status();
     if (!arch.ok()) return std::nullopt;
@@ -45,6 +54,7 @@ class LinearGpuTest : public ::testing::Test {
     if (!compiled.ok()) return std::nullopt;
     const Graph& g = *compiled->analysis.graph;
     std::map<std::string, Tensor> inputs = RandomInputs(g, 17);
+    if (adjust) adjust(inputs);
     std::vector<Tensor> in;
     for (const Node* n : g.inputs()) in.push_back(inputs.at(n->name()));
     auto exe = Executable::Load(compiled->lowered.program);
@@ -144,15 +154,14 @@ TEST_F(LinearGpuTest, ReluEpilogue) {
   }
 }
 
-// rms_norm -> matmul as one norm_matmul kernel (templates/norm_matmul.cuh) on shapes it was not
-// tuned on: token rows that fill no tile (1, 5 x 3, 7, 100, 200: several token tiles), K and N
+// rms_norm -> matmul as one norm_matmul kernel (templates/norm_matmul.cuh; the fold forced, as
+// KILN_FORCE_FUSE=norm-matmul does, where the cost model declines it) on shapes it was not tuned on: token rows that fill no tile (1, 5 x 3, 7, 100, 200: several token tiles), K and N
 // not multiples of its tiles, batched x, W stored [N, K], and the epilogues.
 TEST_F(LinearGpuTest, RmsNormFoldedIntoItsLinear) {
   struct Case {
     int64_t rows, k, n;
     testing::NormLinearOptions o;
   };
-  // Shapes the cost model folds (launch-bound: see norm_matmul_test.cc for the declined ones).
   const Case cases[] = {
       {1, 1024, 1024, {}},        {7, 200, 24, {}},
       {16, 1024, 1024, {.transposed = true}},   {64, 256, 512, {}},
@@ -162,7 +171,7 @@ TEST_F(LinearGpuTest, RmsNormFoldedIntoItsLinear) {
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat("rows ", c.rows, " k ", c.k, " n ", c.n, c.o.transposed ? " W[N,K]" : "",
                               c.o.bias ? " bias" : "", c.o.residual ? " residual" : "", c.o.gelu ? " gelu" : ""));
-    auto compiled = CompileRunAndCompare(testing::NormLinear(c.rows, c.k, c.n, c.o));
+    auto compiled = CompileRunAndCompare(testing::NormLinear(c.rows, c.k, c.n, c.o), false, {}, {"norm-matmul"});
     ASSERT_TRUE(compiled.has_value());
     int folded = 0;
     for (const Region& r : compiled->analysis.plan.regions) folded += r.kind == RegionKind::kNormMatmul;
@@ -170,7 +179,48 @@ TEST_F(LinearGpuTest, RmsNormFoldedIntoItsLinear) {
   }
 }
 
-// Every tuning candidate of the fold (splits of K over blocks, warps along k, load depths) on
+// layer_norm -> matmul as one norm_matmul kernel (forced): x centred on its row mean by the template,
+// the bias b a virtual token row. The rows of x are shifted by means of -20 to 60 (against a
+// spread of order one), where a correction applied after the product would cancel: the tiles
+// with 7 rows and the virtual one in 8, 8 rows that need a second group, several token tiles,
+// W [N, K], the epilogues, and every tuning candidate on one decoding row of 4096 x 4096.
+TEST_F(LinearGpuTest, LayerNormFoldedIntoItsLinear) {
+  struct Case {
+    int64_t rows, k, n;
+    testing::NormLinearOptions o;
+    bool tune = false;
+  };
+  const Case cases[] = {
+      {1, 1024, 1024, {.layer = true}},
+      {7, 200, 24, {.layer = true}},
+      {8, 256, 512, {.transposed = true, .layer = true}},
+      {100, 256, 264, {.bias = true, .layer = true}},
+      {5, 128, 96, {.batch = {3}, .transposed = true, .bias = true, .gelu = true, .layer = true}},
+      {1, 4096, 4096, {.layer = true}, /*tune=*/true},
+  };
+  auto shift_rows = [](std::map<std::string, Tensor>& in) {
+    Tensor& x = in.at("x");
+    const int64_t k = x.shape().back();
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.SetF64(i, x.GetF64(i) + 40.0 * ((i / k) % 3) - 20.0);
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("rows ", c.rows, " k ", c.k, " n ", c.n, c.o.transposed ? " W[N,K]" : "",
+                              c.o.bias ? " bias" : "", c.o.gelu ? " gelu" : "", c.tune ? " tuned" : ""));
+    auto compiled = CompileRunAndCompare(testing::NormLinear(c.rows, c.k, c.n, c.o), c.tune, shift_rows, {"norm-matmul"});
+    ASSERT_TRUE(compiled.has_value());
+    int folded = 0;
+    for (const Region& r : compiled->analysis.plan.regions) {
+      if (r.kind != RegionKind::kNormMatmul) continue;
+      ++folded;
+      ASSERT_NE(r.norm_matmul, nullptr);
+      EXPECT_NE(r.norm_matmul->centred, nullptr);
+      EXPECT_NE(r.norm_matmul->column_bias, nullptr);
+    }
+    EXPECT_EQ(folded, 1) << LedgerJsonLines(compiled->analysis.plan);
+  }
+}
+
+// Every tuning candidate of the fold (forced; splits of K over blocks, warps along k, load depths) on
 // shapes that use them: the tuner launches each on poisoned outputs and fails the compile if
 // one differs from the default beyond the kernel tolerance, and the tuned kernel is checked
 // against the interpreter here. One token row of a 4096 x 4096 weight (split over many
@@ -184,7 +234,7 @@ TEST_F(LinearGpuTest, RmsNormFoldEveryTuningCandidate) {
   const Case cases[] = {{1, 4096, 4096, {}}, {24, 1000, 1032, {.bias = true}}, {8, 2048, 512, {.transposed = true}}};
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat("rows ", c.rows, " k ", c.k, " n ", c.n, c.o.transposed ? " W[N,K]" : ""));
-    auto compiled = CompileRunAndCompare(testing::NormLinear(c.rows, c.k, c.n, c.o), /*tune=*/true);
+    auto compiled = CompileRunAndCompare(testing::NormLinear(c.rows, c.k, c.n, c.o), /*tune=*/true, {}, {"norm-matmul"});
     ASSERT_TRUE(compiled.has_value());
     int folded = 0;
     for (const Region& r : compiled->analysis.plan.regions) folded += r.kind == RegionKind::kNormMatmul;

@@ -104,13 +104,16 @@ inline std::unique_ptr<Graph> BiasRelu(DType dtype, int64_t rows, int64_t k, int
 struct NormLinearOptions {
   std::vector<int64_t> batch;
   bool transposed = false, bias = false, residual = false, gelu = false;
+  bool layer = false;  // layer_norm(x, w, b) instead of rms_norm(x, w)
 };
 inline std::unique_ptr<Graph> NormLinear(int64_t rows, int64_t k, int64_t n, const NormLinearOptions& o = {}) {
   LinearGraphBuilder b("norm_linear", DType::kBF16);
   Shape xs = o.batch;
   xs.push_back(rows);
   xs.push_back(k);
-  Node* y = b.Op("y", OpKind::kRmsNorm, {b.Input("x", xs), b.Input("w", {k})}, {{"axis", int64_t{-1}}, {"eps", 1e-6}});
+  Node* y = o.layer ? b.Op("y", OpKind::kLayerNorm, {b.Input("x", xs), b.Input("w", {k}), b.Input("b", {k})},
+                           {{"axis", int64_t{-1}}, {"eps", 1e-5}})
+                    : b.Op("y", OpKind::kRmsNorm, {b.Input("x", xs), b.Input("w", {k})}, {{"axis", int64_t{-1}}, {"eps", 1e-6}});
   Node* w = o.transposed ? b.Op("wt", OpKind::kTranspose, {b.Input("W", {n, k})}, {{"perm", std::vector<int64_t>{1, 0}}})
                          : b.Input("W", {k, n});
   Node* z = b.Op("z", OpKind::kMatmul, {y, w});

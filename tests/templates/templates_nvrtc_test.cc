@@ -369,6 +369,7 @@ struct Body {  // rms_norm(x, w) @ W + bias, K 72, N 40
   using T = __nv_bfloat16;
   static constexpr long long kN = 40, kK = 72;
   static constexpr int kReductions = 1;
+  static constexpr bool kCentre = false, kColumnBias = false;
   const T* __restrict__ x;
   const T* __restrict__ w;
   const T* __restrict__ wt;
@@ -382,6 +383,10 @@ struct Body {  // rms_norm(x, w) @ W + bias, K 72, N 40
   __device__ float RowScale(const float* s) const { return kiln::Rsqrt(s[0] / 72.0f + 1e-6f); }
   __device__ float Epilogue(float y, long long m, long long n) const { return y + kiln::ToCompute(bias[n]); }
 };
+struct LayerNormBody : Body {  // layer_norm(x, w, b) @ W: x centred, b (here w again) a virtual row
+  static constexpr bool kCentre = true, kColumnBias = true;
+  __device__ float ColumnBias(long long k) const { return kiln::ToCompute(w[k]); }
+};
 // Both W layouts: [N, K] in 2 x 2 warps, 3 split blocks; [K, N] with 4 fragments per warp.
 extern "C" __global__ void __launch_bounds__(128) use_norm_matmul(const __nv_bfloat16* x, const __nv_bfloat16* w,
                                                                  const __nv_bfloat16* wt, const __nv_bfloat16* bias,
@@ -390,9 +395,12 @@ extern "C" __global__ void __launch_bounds__(128) use_norm_matmul(const __nv_bfl
   if (layout == 0) {
     kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<16, 32, 4, 2, 3, 2, true, 1, 72>>(Body{x, w, wt, bias, out},
                                                                                            count, scratch);
-  } else {
+  } else if (layout == 1) {
     kiln::NormMatmulKernel<Body, kiln::NormMatmulShape<8, 64, 4, 1, 1, 1, false, 1, 72>>(Body{x, w, wt, bias, out},
                                                                                           count, scratch);
+  } else {
+    kiln::NormMatmulKernel<LayerNormBody, kiln::NormMatmulShape<16, 32, 4, 2, 3, 2, true, 1, 72>>(
+        LayerNormBody{{x, w, wt, bias, out}}, count, scratch);
   }
 }
 )", "use_norm_matmul"},
