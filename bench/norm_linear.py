@@ -196,7 +196,9 @@ def main():
                                  predicted_us=exe.ledger()["fusion"]["summary"]["predicted_fused_us"],
                                  kiln_unfused_us=t_unf, eager_us=t_eager, compile_us=t_comp, err=err,
                                  err_folded=err_forced, err_unfused=err_unf, err_eager=err_eager,
-                                 ledger=exe.ledger()))
+                                 ledger_summary=exe.ledger()["fusion"]["summary"],
+                                 norm_matmul_records=[r for r in exe.ledger()["fusion"].get("decisions", [])
+                                                      if r.get("rule", "").startswith("norm-matmul")][-2:]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(copy_gbs=copy_bw / 1e3, matmul_tflops=mm_rate / 1e6, rows=rows), f, indent=1)
