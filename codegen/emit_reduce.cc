@@ -129,27 +129,46 @@ absl::Status ReduceEmitter::EmitBeginRow() {
       if (PerRow(n) && !IsReduction(n) && pl_.Of(n).level == 0) KILN_RETURN_IF_ERROR(Value(n, lane).status());
     }
   }
-  KILN_RETURN_IF_ERROR(EmitReciprocals(0));
+  KILN_RETURN_IF_ERROR(EmitRowFactors(0));
   Function(column_ ? "BeginCell(long long o, long long i0, Cell& cell)" : "BeginRow(long long r, Row& row)");
   return absl::OkStatus();
 }
 
-// x / s with s constant along the row and x not (softmax's e / sum, a norm's d / std): one
-// IEEE division per row and a multiply per element, instead of a division per element (about
-// ten instructions: the row kernels are otherwise instruction-bound). Within 1.5 ulp of f32.
-absl::Status ReduceEmitter::EmitReciprocals(int level) {
+// Per-row factors of per-element formulas, computed once per row where the row's level-`level`
+// values are known:
+//  * x / s with s constant along the row and x not (softmax's e / sum, a norm's d / std): one
+//    IEEE division per row and a multiply per element, instead of a division per element
+//    (about ten instructions: the row kernels are otherwise instruction-bound). Within 1.5 ulp.
+//  * e^(x - s), the same s (softmax's exponentials against the row max): s log2 e per row and
+//    kiln::ExpShifted per element, one fused multiply-add where Exp(x - s) takes a subtract
+//    and a multiply (the exponent's error is |s| 2^-24, kiln_types.cuh).
+absl::Status ReduceEmitter::EmitRowFactors(int level) {
   for (const Node* n : r_.nodes) {
-    if (n->op() != OpKind::kDiv || ComputeType(n->dtype()) != CType::kFloat || PerRow(n)) continue;
-    const Node* s = n->operand(1);
-    if (IsInlinedConstant(s) || !PerRow(s) || pl_.Of(s).level != level || recip_fields_.count(s)) continue;
+    if (ComputeType(n->dtype()) != CType::kFloat || PerRow(n)) continue;
+    const Node* s = nullptr;
+    std::map<const Node*, std::string>* fields = nullptr;
+    const char* formula = "";
+    if (n->op() == OpKind::kDiv) {
+      s = n->operand(1);
+      fields = &recip_fields_;
+      formula = "1.0f / ";
+    } else if (const Node* d = n->num_operands() == 1 ? n->operand(0) : nullptr;
+               n->op() == OpKind::kExp && d->op() == OpKind::kSub && Member(d) &&
+               ComputeType(d->dtype()) == CType::kFloat && !PerRow(d->operand(0))) {
+      s = d->operand(1);
+      fields = &exp_shift_fields_;
+      formula = "kiln::kLog2eF * ";
+    } else {
+      continue;
+    }
+    if (IsInlinedConstant(s) || !PerRow(s) || pl_.Of(s).level != level || fields->count(s)) continue;
     const std::string field = absl::StrCat("v", row_decls_.size());
-    row_decls_.push_back(absl::StrCat("float ", field, column_ ? absl::StrCat("[", V_, "]") : "", ";  // 1 / ",
-                                      s->name()));
-    recip_fields_[s] = field;
+    const std::string what = absl::StrCat(formula == std::string("1.0f / ") ? "1 / " : "log2(e) * ", s->name());
+    row_decls_.push_back(absl::StrCat("float ", field, column_ ? absl::StrCat("[", V_, "]") : "", ";  // ", what));
+    (*fields)[s] = field;
     for (int lane = 0; lane < PerRowLanes(); ++lane) {
       KILN_ASSIGN_OR_RETURN(TypedExpr v, Value(s, lane));
-      w_.Line(absl::StrCat(FieldRef(field, lane), " = 1.0f / ", Coerce(v, CType::kFloat).code, ";  // 1 / ",
-                           s->name()));
+      w_.Line(absl::StrCat(FieldRef(field, lane), " = ", formula, Coerce(v, CType::kFloat).code, ";  // ", what));
     }
   }
   return absl::OkStatus();
@@ -267,7 +286,7 @@ absl::Status ReduceEmitter::EmitFinish(int level) {
       if (PerRow(n) && !IsReduction(n) && pl_.Of(n).level == level) KILN_RETURN_IF_ERROR(Value(n, lane).status());
     }
   }
-  KILN_RETURN_IF_ERROR(EmitReciprocals(level));
+  KILN_RETURN_IF_ERROR(EmitRowFactors(level));
   Function(column_ ? absl::StrCat("Finish(const Acc", level, "& a, Cell& cell, long long o, long long i0)")
                    : absl::StrCat("Finish(const Acc", level, "& a, Row& row, long long r)"));
   return absl::OkStatus();
@@ -434,7 +453,9 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
                                                "tail of single elements around its aligned vectors"));
   for (const Node* in : r_.inputs) {  // the cache candidates, region order: deterministic source
     const Placement& p = pl_.Of(in);
-    const bool candidate = column_ ? p.reduced() && VectorLoadable(in) : IsCachedRowInput(pl_, in) && VectorLoadable(in);
+    const bool candidate =
+        VectorLoadable(in) && (column_ ? p.reduced()
+                                       : IsCachedRowInput(pl_, in) || (pl_.fit.weights_cached && IsRowWeight(pl_, in)));
     if (!candidate) continue;
     const std::string field = absl::StrCat("x", vec_decls_.size());
     vec_fields_[in] = field;
@@ -480,8 +501,9 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   for (const auto& [in, field] : vec_fields_) slot_bytes += V_ * ByteSize(in->dtype());
   const int64_t shared_bytes = slot_bytes * iters * threads;
   const bool shared = !column_ && p_.smem && p_.chunk == 0 && !vec_fields_.empty() && shared_bytes <= kMaxSharedCacheBytes;
-  const bool cached =
-      p_.chunk == 0 && !vec_decls_.empty() && (shared || (!p_.smem && cache_floats <= kRowCacheFloatsPerThread));
+  // The fit's larger limit for few rows holds in blocks of at most 256 threads (row_fit.h).
+  const int64_t cache_limit = p_.block_size <= 256 ? pl_.fit.cache_limit : kRowCacheFloatsPerThread;
+  const bool cached = p_.chunk == 0 && !vec_decls_.empty() && (shared || (!p_.smem && cache_floats <= cache_limit));
   if (p_.chunk == 0 && !cached && !vec_decls_.empty()) {
     notes_.push_back(p_.smem ? absl::StrCat("does not fit the shared-memory cache (", shared_bytes, " bytes): streamed")
                              : absl::StrCat("does not fit the register cache (", cache_floats,

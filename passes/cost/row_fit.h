@@ -33,6 +33,12 @@ namespace kiln {
 // Per-thread budget, in f32 values, of row-shaped inputs cached in registers by a row kernel
 // (64 of the 255 registers a thread may use, leaving room for addressing and the prologue).
 inline constexpr int64_t kRowCacheFloatsPerThread = 64;
+// A launch of at most kFewRowsPerSm short rows (of at most 1024) per SM has too few warps for
+// one row's loads to hide another's latency: its rows may cache up to
+// kFewRowsCacheFloatsPerThread values per thread (a block of at most 256 threads then takes
+// at most 256 x (128 + 48) registers), and their weights with them (RowFit::weights_cached).
+inline constexpr int64_t kFewRowsPerSm = 4;
+inline constexpr int64_t kFewRowsCacheFloatsPerThread = 128;
 // The most dynamic shared memory a row kernel's shared-memory cache takes: the largest opt-in
 // block allowance of the GPUs we target (227 KB on sm_90) less 2 KB for the kernel's own
 // static shared memory. A device's smaller allowance (DeviceSpec::smem_per_block_bytes) rules
@@ -61,7 +67,10 @@ struct RowFit {
   int vector = 1;              // column reductions: the vector width along the inner axes
   int64_t share = 0;           // elements of a row one block (or group) takes: ceil(N / split)
   bool on_chip = true;
-  int64_t row_inputs = 0;      // row-shaped inputs the kernel caches (at least 1)
+  int64_t row_inputs = 0;      // row-shaped inputs the kernel caches (at least 1), weights
+                               // included where weights_cached
+  int64_t cache_limit = kRowCacheFloatsPerThread;  // cached f32 values a thread may hold
+  bool weights_cached = false; // few short rows: the weights (IsRowWeight) are cached too
   int64_t threads = 0;         // threads that share a row: on chip, the fewest that hold it
   int64_t block = 0;           // threads of the kernel's block (several short rows, or one row)
   int64_t rows_per_block = 1;  // rows of at most kWarpRowMax: rows a block takes, lanes apiece
@@ -192,6 +201,10 @@ bool WholeChunks(const Node* n, int vector);
 // Whether `input` of a row region is one the row kernel may cache on chip: it varies along the
 // row and from row to row (a weight [N], the same for every row, stays in L1/L2 instead).
 bool IsCachedRowInput(const ReducePlacement& placement, const Node* input);
+// Whether `input` of a row region is a weight: it varies along the row but is the same for
+// every row of several (a norm's [N] scale). Cached beside the row only where
+// RowFit::weights_cached; otherwise read where it is used, from L1/L2.
+bool IsRowWeight(const ReducePlacement& placement, const Node* input);
 
 }  // namespace kiln
 
