@@ -129,46 +129,27 @@ absl::Status ReduceEmitter::EmitBeginRow() {
       if (PerRow(n) && !IsReduction(n) && pl_.Of(n).level == 0) KILN_RETURN_IF_ERROR(Value(n, lane).status());
     }
   }
-  KILN_RETURN_IF_ERROR(EmitRowFactors(0));
+  KILN_RETURN_IF_ERROR(EmitReciprocals(0));
   Function(column_ ? "BeginCell(long long o, long long i0, Cell& cell)" : "BeginRow(long long r, Row& row)");
   return absl::OkStatus();
 }
 
-// Per-row factors of per-element formulas, computed once per row where the row's level-`level`
-// values are known:
-//  * x / s with s constant along the row and x not (softmax's e / sum, a norm's d / std): one
-//    IEEE division per row and a multiply per element, instead of a division per element
-//    (about ten instructions: the row kernels are otherwise instruction-bound). Within 1.5 ulp.
-//  * e^(x - s), the same s (softmax's exponentials against the row max): s log2 e per row and
-//    kiln::ExpShifted per element, one fused multiply-add where Exp(x - s) takes a subtract
-//    and a multiply (the exponent's error is |s| 2^-24, kiln_types.cuh).
-absl::Status ReduceEmitter::EmitRowFactors(int level) {
+// x / s with s constant along the row and x not (softmax's e / sum, a norm's d / std): one
+// IEEE division per row and a multiply per element, instead of a division per element (about
+// ten instructions: the row kernels are otherwise instruction-bound). Within 1.5 ulp of f32.
+absl::Status ReduceEmitter::EmitReciprocals(int level) {
   for (const Node* n : r_.nodes) {
-    if (ComputeType(n->dtype()) != CType::kFloat || PerRow(n)) continue;
-    const Node* s = nullptr;
-    std::map<const Node*, std::string>* fields = nullptr;
-    const char* formula = "";
-    if (n->op() == OpKind::kDiv) {
-      s = n->operand(1);
-      fields = &recip_fields_;
-      formula = "1.0f / ";
-    } else if (const Node* d = n->num_operands() == 1 ? n->operand(0) : nullptr;
-               n->op() == OpKind::kExp && d->op() == OpKind::kSub && Member(d) &&
-               ComputeType(d->dtype()) == CType::kFloat && !PerRow(d->operand(0))) {
-      s = d->operand(1);
-      fields = &exp_shift_fields_;
-      formula = "kiln::kLog2eF * ";
-    } else {
-      continue;
-    }
-    if (IsInlinedConstant(s) || !PerRow(s) || pl_.Of(s).level != level || fields->count(s)) continue;
+    if (n->op() != OpKind::kDiv || ComputeType(n->dtype()) != CType::kFloat || PerRow(n)) continue;
+    const Node* s = n->operand(1);
+    if (IsInlinedConstant(s) || !PerRow(s) || pl_.Of(s).level != level || recip_fields_.count(s)) continue;
     const std::string field = absl::StrCat("v", row_decls_.size());
-    const std::string what = absl::StrCat(formula == std::string("1.0f / ") ? "1 / " : "log2(e) * ", s->name());
-    row_decls_.push_back(absl::StrCat("float ", field, column_ ? absl::StrCat("[", V_, "]") : "", ";  // ", what));
-    (*fields)[s] = field;
+    row_decls_.push_back(absl::StrCat("float ", field, column_ ? absl::StrCat("[", V_, "]") : "", ";  // 1 / ",
+                                      s->name()));
+    recip_fields_[s] = field;
     for (int lane = 0; lane < PerRowLanes(); ++lane) {
       KILN_ASSIGN_OR_RETURN(TypedExpr v, Value(s, lane));
-      w_.Line(absl::StrCat(FieldRef(field, lane), " = ", formula, Coerce(v, CType::kFloat).code, ";  // ", what));
+      w_.Line(absl::StrCat(FieldRef(field, lane), " = 1.0f / ", Coerce(v, CType::kFloat).code, ";  // 1 / ",
+                           s->name()));
     }
   }
   return absl::OkStatus();
@@ -286,7 +267,7 @@ absl::Status ReduceEmitter::EmitFinish(int level) {
       if (PerRow(n) && !IsReduction(n) && pl_.Of(n).level == level) KILN_RETURN_IF_ERROR(Value(n, lane).status());
     }
   }
-  KILN_RETURN_IF_ERROR(EmitRowFactors(level));
+  KILN_RETURN_IF_ERROR(EmitReciprocals(level));
   Function(column_ ? absl::StrCat("Finish(const Acc", level, "& a, Cell& cell, long long o, long long i0)")
                    : absl::StrCat("Finish(const Acc", level, "& a, Row& row, long long r)"));
   return absl::OkStatus();

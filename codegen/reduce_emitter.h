@@ -72,7 +72,7 @@ class ReduceEmitter {
   int PerRowLanes() const { return column_ ? V_ : 1; }
   std::string Guard(const Node* output, int lane) const;  // who writes an output broadcast along a group
   absl::Status EmitBeginRow();
-  absl::Status EmitRowFactors(int level);  // 1 / s and s log2 e per row
+  absl::Status EmitReciprocals(int level);
   absl::Status EmitLevel(int level);
   absl::Status EmitStep(int level, bool vector);
   absl::Status EmitFinish(int level);
@@ -115,7 +115,6 @@ class ReduceEmitter {
   bool in_load_ = false;                    // writing Load: frontier values are computed
   std::map<const Node*, std::string> acc_fields_;  // accumulated reduction -> field of its AccN
   std::map<const Node*, std::string> recip_fields_;  // per-row divisor -> field holding 1 / it
-  std::map<const Node*, std::string> exp_shift_fields_;  // per-row s of e^(x - s) -> field: s log2 e
   std::map<const Node*, std::string> combine_values_;  // in Combined: combine -> local
   std::string functions_;
   std::vector<std::string> notes_;

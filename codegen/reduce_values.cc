@@ -222,15 +222,6 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Compute(const Node* n, int lane) {
     return TypedExpr{absl::StrCat("(", Coerce(x, CType::kFloat).code, " * ", FieldRef(recip->second, lane), ")"),
                      CType::kFloat};
   }
-  if (n->op() == OpKind::kExp && where_ != Where::kPerRow && where_ != Where::kCombined &&
-      n->operand(0)->op() == OpKind::kSub && Member(n->operand(0))) {
-    if (auto shift = exp_shift_fields_.find(n->operand(0)->operand(1)); shift != exp_shift_fields_.end()) {
-      KILN_ASSIGN_OR_RETURN(TypedExpr x, Value(n->operand(0)->operand(0), lane));
-      return TypedExpr{absl::StrCat("kiln::ExpShifted(", Coerce(x, CType::kFloat).code, ", ",
-                                    FieldRef(shift->second, lane), ")"),
-                       CType::kFloat};
-    }
-  }
   std::vector<TypedExpr> operands;
   for (const Node* o : n->operands()) {
     KILN_ASSIGN_OR_RETURN(TypedExpr oe, Value(o, lane));

@@ -5,8 +5,7 @@
 //    narrow with round-to-nearest-even (FromCompute), exactly as ir/dtype.h does on the host.
 //  * 16-byte vector loads and stores of V consecutive elements (LoadVec / StoreVec), split into
 //    naturally aligned chunks of at most 16 bytes.
-//  * constants without INFINITY (NVRTC does not define it): kInfF / kNegInfF / kNaNF, and
-//    ExpShifted, the exponential the row kernels take against a per-row shift.
+//  * constants without INFINITY (NVRTC does not define it): kInfF / kNegInfF / kNaNF.
 //  * functors with one formula comment each (Sum, Max, Min) and warp / block reductions over
 //    them built from warp shuffles and a 32-float shared-memory scratch.
 // Everything is a small __device__ function; the generated kernels #include this file by name
@@ -22,19 +21,6 @@ namespace kiln {
 __device__ __forceinline__ float kInfF() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float kNegInfF() { return __int_as_float(0xff800000); }
 __device__ __forceinline__ float kNaNF() { return __int_as_float(0x7fffffff); }
-constexpr float kLog2eF = 1.4426950408889634f;
-
-// ---- exponentials -----------------------------------------------------------------------
-// e^(x - s) given scaled = s log2 e: 2^(x log2 e - scaled), one fused multiply-add and the ex2,
-// where Exp(x - s) takes a subtract, a multiply and the ex2. For a shift s constant along a
-// row (softmax's max), scaled is computed once per row (codegen/emit_reduce.cc). The exponent's
-// error is the rounding of `scaled`, |s| 2^-24 relative to the result, against |x - s| 2^-24
-// for Exp(x - s): 2e-6 for a max of 30. Infinities and NaNs come out as Exp(x - s)'s.
-__device__ __forceinline__ float ExpShifted(float x, float scaled) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(fmaf(x, kLog2eF, -scaled)));
-  return y;
-}
 
 // ---- compute <- storage -----------------------------------------------------------------
 __device__ __forceinline__ float ToCompute(float x) { return x; }

@@ -53,7 +53,7 @@ __device__ __forceinline__ float MinNaN(float a, float b) {
 // otherwise instruction-bound at the copy bandwidth.
 __device__ __forceinline__ float Exp(float x) {
   float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * kLog2eF));
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
   return y;
 }
 // sigmoid: y = 1 / (1 + e^-x).

@@ -57,19 +57,15 @@ __device__ __forceinline__ float ExpOfDiff(float x, float m) {
 __device__ __forceinline__ float MaxSumShift(float m) { return m == kNegInfF() ? 0.0f : m; }
 
 // Adds V elements with one rescale: m' = max(m, x_0..x_{V-1}); s' = s e^(m - m') + sum_j e^(x_j - m').
-// Each element's exponential is kiln::ExpShifted against m' log2 e, one fused multiply-add and
-// the ex2 (ExpOfDiff's subtract and multiply were a third of a softmax's instructions per
-// element: bench/results/2026-11-28-session28, run 1).
 template <int V>
 __device__ __forceinline__ MaxSum MaxSumAddVec(MaxSum a, const float (&x)[V]) {
   float m = a.m;
 #pragma unroll
   for (int j = 0; j < V; ++j) m = Max::Apply(m, x[j]);
   const float shift = MaxSumShift(m);
-  const float scaled = shift * kLog2eF;
   float s = a.s * ExpOfDiff(a.m, shift);
 #pragma unroll
-  for (int j = 0; j < V; ++j) s += ExpShifted(x[j], scaled);
+  for (int j = 0; j < V; ++j) s += ExpOfDiff(x[j], shift);
   return MaxSum{m, s};
 }
 

@@ -245,7 +245,7 @@ TEST(EmitKernelTest, ARowCacheHoldsTheProloguesFrontier) {
     return n;
   };
   // Residual add + RMSNorm: one array (h, which the square and the store read) for two inputs.
-  const std::string rms = emit(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], w: bf16[1024]) {
+  const std::string rms = emit(R"(graph g(x: bf16[1024,1024], r: bf16[1024,1024], w: bf16[1024]) {
       h = add(x, r)
       y = rms_norm(h, w) {axis = 1, eps = 1e-06}
       return y, h })");
@@ -253,7 +253,7 @@ TEST(EmitKernelTest, ARowCacheHoldsTheProloguesFrontier) {
   EXPECT_EQ(count(rms, "x.f0[0] = "), 1) << rms;  // computed in Load only
   EXPECT_EQ(count(rms, "LoadVec<__nv_bfloat16, 8>(in0 + (r * 1024LL + c0)"), 1) << rms;
   // Dropout + add + LayerNorm: the Philox words are drawn in Load, not in every level's pass.
-  const std::string ln = emit(R"(graph g(x: bf16[64,1024], r: bf16[64,1024], w: bf16[1024], b: bf16[1024]) {
+  const std::string ln = emit(R"(graph g(x: bf16[1024,1024], r: bf16[1024,1024], w: bf16[1024], b: bf16[1024]) {
       xd = dropout(x) {p = 0.1, seed = 7, offset = 0}
       h = add(xd, r)
       y = layer_norm(h, w, b) {axis = 1, eps = 1e-05}

@@ -429,6 +429,54 @@ TEST(RowFitTest, ACachedColumnTileIsPricedByItsOwnRegisters) {
   EXPECT_EQ(fit.threads * fit.lanes, 512) << fit.reason;
 }
 
+// layer_norm over [rows, n] bf16 with its [n] weight and bias, through the default pipeline.
+Row LayerNorm(int64_t rows, int64_t n) {
+  Row row;
+  row.graph = testing::Parse(absl::StrFormat(R"(graph g(x: bf16[%1$d,%2$d], w: bf16[%2$d], b: bf16[%2$d]) {
+    y: bf16[%1$d,%2$d] = layer_norm(x, w, b) {axis = -1, eps = 1e-5}
+    return y
+  })", rows, n));
+  if (!row.graph || !DefaultPipeline().Run(*row.graph, DebugOptions{}).ok()) return Row{};
+  row.region = testing::WholeRegion(*row.graph);
+  EXPECT_EQ(row.region.kind, RegionKind::kRowReduction);
+  return row;
+}
+
+// At most kFewRowsPerSm short rows per SM leave no warps to hide a row's loads: the row may
+// cache 128 values a thread, and its weights are loaded and kept with it. layer_norm's one row
+// of 1024 (x, w and b: 96 values a lane) was streamed twice before, and the weights of 16 rows
+// were loaded only after the row's statistics (bench/results/2026-11-29-session30.md, run 1).
+TEST(RowFitTest, FewShortRowsCacheTheirWeightsWithThem) {
+  const int64_t few = kFewRowsPerSm * H100Spec().sm_count;
+  for (int64_t rows : {int64_t{1}, int64_t{16}, few}) {
+    Row r = LayerNorm(rows, 1024);
+    const RowFit& fit = r.region.reduce->fit;
+    SCOPED_TRACE(absl::StrFormat("rows %d: %s", rows, fit.reason));
+    EXPECT_TRUE(fit.on_chip);
+    EXPECT_EQ(fit.cache_limit, kFewRowsCacheFloatsPerThread);
+    EXPECT_EQ(fit.row_inputs, 3);
+    EXPECT_EQ(fit.per_thread, 96);
+    // One row has no weights apart from its row: x, w and b are its row inputs alike.
+    EXPECT_EQ(fit.weights_cached, rows > 1);
+    const KernelParams params = DefaultParams(r.region, H100Spec());
+    EXPECT_EQ(params.chunk, 0);
+    absl::StatusOr<KernelSource> ks = EmitKernel(r.region, params);
+    ASSERT_TRUE(ks.ok()) << ks.status();
+    EXPECT_NE(ks->source.find("x.x2["), std::string::npos) << ks->source;  // b, cached in Vec
+    EXPECT_TRUE(std::any_of(ks->notes.begin(), ks->notes.end(),
+                            [](const std::string& n) { return n.rfind("cached in registers", 0) == 0; }));
+  }
+  // More rows hide each other's loads: the budget is 64 values, the weights are read where used.
+  Row many = LayerNorm(few + 1, 1024);
+  const RowFit& fit = many.region.reduce->fit;
+  EXPECT_EQ(fit.cache_limit, kRowCacheFloatsPerThread);
+  EXPECT_FALSE(fit.weights_cached);
+  EXPECT_EQ(fit.row_inputs, 1);
+  absl::StatusOr<KernelSource> ks = EmitKernel(many.region, DefaultParams(many.region, H100Spec()));
+  ASSERT_TRUE(ks.ok()) << ks.status();
+  EXPECT_EQ(ks->source.find("x.x1["), std::string::npos) << ks->source;  // only x is in Vec
+}
+
 TEST(RowFitTest, TheKernelDoesWhatTheModelPrices) {
   for (const char* dtype : {"f32", "bf16"}) {
     for (int64_t n : {512, 1000, 1024, 2048, 8192, 12288, 16384, 32768, 40000}) {

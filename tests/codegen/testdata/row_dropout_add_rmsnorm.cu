@@ -30,6 +30,7 @@ struct Body {
   __nv_bfloat16* __restrict__ out0;
   __nv_bfloat16* __restrict__ out1;
   struct Vec {
+    float x2[8];  // w
     float f0[8];  // h
   };
   struct Row {
@@ -38,6 +39,7 @@ struct Body {
     float v2;  // y.rsqrt
   };
   __device__ __forceinline__ void Load(long long r, long long c0, Vec& x) const {
+    kiln::LoadVec<__nv_bfloat16, 8>(in2 + c0, x.x2);
     float x0[8];  // x
     kiln::LoadVec<__nv_bfloat16, 8>(in0 + (r * 64LL + c0), x0);
     const kiln::Philox4 w0 = kiln::DropoutWords(1234ULL, 0ULL, static_cast<unsigned long long>(((r * 64LL + c0)) >> 2));  // xd, lanes 0..3
@@ -116,30 +118,28 @@ struct Body {
     kiln::StoreVec<__nv_bfloat16, 8>(out0 + (r * 64LL + c0), y0);  // h
     float y1[8];
     const float v0 = (x.f0[0] * row.v2);  // y.mul.1
-    float x0[8];  // w
-    kiln::LoadVec<__nv_bfloat16, 8>(in2 + c0, x0);
-    const float v1 = (v0 * x0[0]);  // y.mul.2
+    const float v1 = (v0 * x.x2[0]);  // y.mul.2
     y1[0] = v1;
     const float v2 = (x.f0[1] * row.v2);  // y.mul.1
-    const float v3 = (v2 * x0[1]);  // y.mul.2
+    const float v3 = (v2 * x.x2[1]);  // y.mul.2
     y1[1] = v3;
     const float v4 = (x.f0[2] * row.v2);  // y.mul.1
-    const float v5 = (v4 * x0[2]);  // y.mul.2
+    const float v5 = (v4 * x.x2[2]);  // y.mul.2
     y1[2] = v5;
     const float v6 = (x.f0[3] * row.v2);  // y.mul.1
-    const float v7 = (v6 * x0[3]);  // y.mul.2
+    const float v7 = (v6 * x.x2[3]);  // y.mul.2
     y1[3] = v7;
     const float v8 = (x.f0[4] * row.v2);  // y.mul.1
-    const float v9 = (v8 * x0[4]);  // y.mul.2
+    const float v9 = (v8 * x.x2[4]);  // y.mul.2
     y1[4] = v9;
     const float v10 = (x.f0[5] * row.v2);  // y.mul.1
-    const float v11 = (v10 * x0[5]);  // y.mul.2
+    const float v11 = (v10 * x.x2[5]);  // y.mul.2
     y1[5] = v11;
     const float v12 = (x.f0[6] * row.v2);  // y.mul.1
-    const float v13 = (v12 * x0[6]);  // y.mul.2
+    const float v13 = (v12 * x.x2[6]);  // y.mul.2
     y1[6] = v13;
     const float v14 = (x.f0[7] * row.v2);  // y.mul.1
-    const float v15 = (v14 * x0[7]);  // y.mul.2
+    const float v15 = (v14 * x.x2[7]);  // y.mul.2
     y1[7] = v15;
     kiln::StoreVec<__nv_bfloat16, 8>(out1 + (r * 64LL + c0), y1);  // y
   }
@@ -151,7 +151,7 @@ struct Body {
   };
 };
 
-extern "C" __global__ void __launch_bounds__(128) kiln_row_8f8b983e8f30275e(
+extern "C" __global__ void __launch_bounds__(128) kiln_row_4f9cc06fc2df66b2(
     const __nv_bfloat16* __restrict__ in0,
     const __nv_bfloat16* __restrict__ in1,
     const __nv_bfloat16* __restrict__ in2,
