@@ -74,6 +74,7 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info) {
   s.wgmma = info.compute_capability() == 90;  // sm_90a's wgmma (not on sm_100 and later)
   s.clusters = info.compute_capability() >= 90;
   s.attention_wgmma_flops_per_us = s.wgmma ? h100.attention_wgmma_flops_per_us * per_sm : 0;
+  s.attention_tma_flops_per_us = s.wgmma ? h100.attention_tma_flops_per_us * per_sm : 0;
   s.provenance = absl::StrCat(
       "auto: device ", info.ordinal, " ", info.name, "; queried SMs, L2, shared memory, registers; DRAM ",
       "bandwidth 0.9 x the memory clock x bus width; launch overhead and per-SM compute rates from the h100 spec",

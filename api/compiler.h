@@ -48,7 +48,8 @@ DeviceSpec DeviceSpecFromInfo(const DeviceInfo& info);
 absl::Status SaveGraphAsJson(const Graph& graph, const std::string& path);
 
 struct AnalyzeOptions {
-  std::string device = "h100";  // ResolveDeviceSpec: h100, h200 (no GPU needed) or auto
+  // ResolveDeviceSpec: auto (the GPU in hand; the h100 spec without one), h100 or h200.
+  std::string device = "auto";
   DebugOptions debug;            // usually DebugOptionsFromEnv()
   bool keep_pass_snapshots = false;  // record the printed graph after every pass
 };

@@ -126,7 +126,8 @@ KILN_C_API int kiln_graph_reference(const kiln_graph* graph, const void* const* 
 
 /* The fusion report as `kiln dump` prints it. `format`: NULL or "text" (the report), "json"
  * (the fusion ledger as one document), "jsonl" (JSON lines), "dot" (Graphviz). `cost_device`:
- * the cost model's device, NULL or "" for "h100"; also "h200", "auto" (this GPU's query). */
+ * the cost model's device, NULL or "" for "auto" (this GPU's query; the h100 spec without a
+ * GPU), or a named spec, "h100" or "h200". */
 KILN_C_API int kiln_graph_dump(const kiln_graph* graph, const char* format, const char* cost_device, char** out);
 
 /* ---- Compile options ---- */
@@ -136,7 +137,8 @@ KILN_C_API void kiln_options_free(kiln_options* options);
 /* The NVRTC target, e.g. "sm_90a"; NULL or "" (the default): this GPU's, or sm_90a without a
  * GPU (as `kiln compile` does; such an executable can be saved, not run). */
 KILN_C_API int kiln_options_set_arch(kiln_options* options, const char* arch);
-/* The cost model's device: "h100" (default), "h200" or "auto". */
+/* The cost model's device: "auto" (default: this GPU's query, the h100 spec without a GPU),
+ * "h100" or "h200". */
 KILN_C_API int kiln_options_set_cost_device(kiln_options* options, const char* cost_device);
 /* 1: autotune every kernel's launch parameters on this GPU (needs a GPU of the target arch);
  * 0 (default): the heuristic parameters. */

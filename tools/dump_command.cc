@@ -18,8 +18,8 @@ const char kDumpCommandUsage[] = R"(usage: kiln dump GRAPH [options]
 
 Shows every fusion decision for GRAPH and the cost-model numbers behind it.
 
-  --device NAME     device spec to price with: h100 (default), h200, or auto (this GPU's
-                    query; without a GPU the h100 spec, and the header says so)
+  --device NAME     device spec to price with: auto (default: this GPU's query; without a
+                    GPU the h100 spec, and the header says so), h100 or h200
   --format FORMAT   text (default): regions, bytes, predicted time, refusals, summary
                     json: one document {graph, device, summary, regions, decisions}
                     jsonl: the fusion ledger, one record per line

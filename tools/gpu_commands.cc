@@ -25,7 +25,7 @@
 namespace kiln {
 namespace {
 
-constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH -o FILE.kiln [--arch sm_90a] [--device h100] [--shape NAME=DIMS] [--no-cache] [--tune | --no-tune]
+constexpr char kCompileUsage[] = R"(usage: kiln compile GRAPH -o FILE.kiln [--arch sm_90a] [--device auto] [--shape NAME=DIMS] [--no-cache] [--tune | --no-tune]
 
 Compiles GRAPH (.json or .onnx) ahead of time: the pass pipeline, priority fusion, code
 generation and NVRTC, into one artifact that `kiln run FILE.kiln` and the C++ runtime load
@@ -36,7 +36,8 @@ flags:
   -o, --output FILE   the artifact to write (required)
   --arch ARCH         NVRTC target, e.g. sm_90a (H100/H200), sm_80; default: this GPU's,
                       or sm_90a without one. The artifact runs on that architecture only.
-  --device NAME       the cost model's device spec: h100 (default) or h200
+  --device NAME       the cost model's device spec: auto (default: this GPU's query, the
+                      h100 spec without a GPU), h100 or h200
   --shape BINDINGS    ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
   --no-cache          compile every kernel with NVRTC (neither the memory nor the disk cache),
                       to time cold compiles
@@ -262,7 +263,9 @@ int RunGpuCommand(const std::vector<std::string>& argv) {
     // The reference evaluates the same plan region by region, in f32 inside a region and
     // rounding where the GPU stores (api/reference.h); the whole graph in f32 is shown too.
     AnalyzeOptions analyze;
-    analyze.device = p.device.empty() ? "h100" : p.device;
+    // The named spec the artifact was priced on, or this GPU's where it was "auto" (its name is
+    // the GPU's, "NVIDIA H200 (sm_90)", which names no spec).
+    analyze.device = NamedDeviceSpec(p.device).ok() ? p.device : "auto";
     auto analysis = Analyze(graph.Clone(), analyze);
     if (!analysis.ok()) return Error("run", std::string(analysis.status().message()), kExitFailure);
     auto want = InterpretAsPlanned(*analysis->graph, analysis->plan, *inputs);

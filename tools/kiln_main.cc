@@ -92,7 +92,7 @@ flags:
                   pointers replay it with one launch, runs with other pointers capture again
                   and update it in place; prints the launches per run and what the graph did
   --arch ARCH     (GPU, GRAPH) NVRTC target; default: this GPU's
-  --device NAME   cost model device spec (h100, h200)
+  --device NAME   cost model device spec: auto (default: this GPU's; h100 without one), h100, h200
   --shape B       ONNX symbolic dimensions, NAME=DIM[,DIM...] separated by ';'
   --inputs DIR    read each graph input NAME from DIR/NAME.npy or DIR/NAME.bin
   --random SEED   random inputs, deterministic in SEED (the default, with SEED 0):

@@ -130,7 +130,7 @@ int kiln_options_set_arch(kiln_options* options, const char* arch) {
 int kiln_options_set_cost_device(kiln_options* options, const char* cost_device) {
   return Guard(__func__, [&] {
     if (options == nullptr) return NullArgument(__func__, "options");
-    std::string device = cost_device != nullptr && *cost_device != '\0' ? cost_device : "h100";
+    std::string device = cost_device != nullptr && *cost_device != '\0' ? cost_device : "auto";
     if (device != "auto") {  // "auto" is resolved when compiling (it may query the GPU)
       absl::StatusOr<kiln::DeviceSpec> spec = kiln::ResolveDeviceSpec(device);
       if (!spec.ok()) return Fail(KILN_ERROR_INVALID_ARGUMENT, absl::StrCat(__func__, ": ", spec.status().message()));
@@ -250,7 +250,7 @@ int kiln_graph_dump(const kiln_graph* graph, const char* format, const char* cos
     if (graph == nullptr) return NullArgument(__func__, "graph");
     if (out == nullptr) return NullArgument(__func__, "out");
     return Dump(*graph, format != nullptr && *format != '\0' ? format : "text",
-                cost_device != nullptr && *cost_device != '\0' ? cost_device : "h100", out);
+                cost_device != nullptr && *cost_device != '\0' ? cost_device : "auto", out);
   });
 }
 

@@ -25,7 +25,7 @@ struct kiln_graph {
 
 struct kiln_options {
   std::string arch;                 // "" : this GPU's, or sm_90a without one
-  std::string cost_device = "h100";
+  std::string cost_device = "auto";  // this GPU's query (the h100 spec without a GPU)
   bool tune = false;
   bool has_cache_dir = false;       // false: KernelCache::Default()
   std::string cache_dir;            // "" with has_cache_dir: memory only

@@ -229,7 +229,8 @@ def compile(graph, *, device=None, tune=False, cache_dir=None, cost_device=None,
     device: the NVRTC target such as "sm_90a"; None: this GPU's, or sm_90a without a GPU (then
     the executable can be saved but not run on the GPU). tune: autotune launch parameters on
     this GPU. cache_dir: the CUBIN cache directory ("" memory only; None: $KILN_CACHE_DIR or
-    kiln's default). cost_device: the cost model's device ("h100", "h200", "auto").
+    kiln's default). cost_device: the cost model's device: None or "auto" (this GPU's query;
+    the h100 spec without a GPU), "h100" or "h200".
     device_ordinal: the CUDA device it runs on. cuda_graph: run torch calls as one CUDA graph
     launch (see the module docstring; settable later as Executable.cuda_graph)."""
     g = as_graph(graph)

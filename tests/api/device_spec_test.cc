@@ -3,6 +3,9 @@
 // h100 spec and says so; unknown names list the known ones.
 #include "api/compiler.h"
 
+#include <tuple>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace kiln {
@@ -37,6 +40,37 @@ TEST(DeviceSpecFromInfoTest, QueriedFactsAndDerivedBandwidth) {
   DeviceInfo half = H100Query();
   half.sm_count = 66;
   EXPECT_DOUBLE_EQ(DeviceSpecFromInfo(half).f32_flops_per_us, H100Spec().f32_flops_per_us / 2);
+}
+
+// Every rate the auto spec does not query comes from the h100 spec: an H100's query prices as
+// the named h100 does, field for field (the TMA attention rate was once left at 0, so that
+// auto priced attention's TMA tiles at an infinite time).
+TEST(DeviceSpecFromInfoTest, AnH100QueryPricesAsTheNamedSpec) {
+  const DeviceSpec a = DeviceSpecFromInfo(H100Query()), h = H100Spec();
+  EXPECT_EQ(a.sm_count, h.sm_count);
+  EXPECT_EQ(a.registers_per_sm, h.registers_per_sm);
+  EXPECT_EQ(a.wgmma, h.wgmma);
+  EXPECT_EQ(a.clusters, h.clusters);
+  for (auto [name, got, want] : std::vector<std::tuple<const char*, double, double>>{
+           {"dram_bytes_per_us", a.dram_bytes_per_us, h.dram_bytes_per_us},
+           {"sm_bytes_per_us", a.sm_bytes_per_us, h.sm_bytes_per_us},
+           {"l2_bytes_per_us", a.l2_bytes_per_us, h.l2_bytes_per_us},
+           {"launch_us", a.launch_us, h.launch_us},
+           {"grid_sync_us", a.grid_sync_us, h.grid_sync_us},
+           {"cluster_sync_us", a.cluster_sync_us, h.cluster_sync_us},
+           {"split_latency_us", a.split_latency_us, h.split_latency_us},
+           {"lone_block_phase_us", a.lone_block_phase_us, h.lone_block_phase_us},
+           {"f32_flops_per_us", a.f32_flops_per_us, h.f32_flops_per_us},
+           {"sfu_ops_per_us", a.sfu_ops_per_us, h.sfu_ops_per_us},
+           {"index_ops_per_us", a.index_ops_per_us, h.index_ops_per_us},
+           {"matmul_bf16_flops_per_us", a.matmul_bf16_flops_per_us, h.matmul_bf16_flops_per_us},
+           {"matmul_f32_flops_per_us", a.matmul_f32_flops_per_us, h.matmul_f32_flops_per_us},
+           {"attention_flops_per_us", a.attention_flops_per_us, h.attention_flops_per_us},
+           {"attention_wgmma_flops_per_us", a.attention_wgmma_flops_per_us, h.attention_wgmma_flops_per_us},
+           {"attention_tma_flops_per_us", a.attention_tma_flops_per_us, h.attention_tma_flops_per_us}}) {
+    EXPECT_GT(got, 0) << name;
+    EXPECT_NEAR(got / want, 1.0, 0.01) << name;
+  }
 }
 
 TEST(ResolveDeviceSpecTest, NamedAutoAndUnknown) {
