@@ -482,8 +482,9 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   for (const auto& [in, field] : vec_fields_) slot_bytes += V_ * ByteSize(in->dtype());
   const int64_t shared_bytes = slot_bytes * iters * threads;
   const bool shared = !column_ && p_.smem && p_.chunk == 0 && !vec_fields_.empty() && shared_bytes <= kMaxSharedCacheBytes;
-  const bool cached =
-      p_.chunk == 0 && !vec_decls_.empty() && (shared || (!p_.smem && cache_floats <= kRowCacheFloatsPerThread));
+  // The fit's larger limit for few rows holds in blocks of at most 256 threads (row_fit.h).
+  const int64_t cache_limit = p_.block_size <= 256 ? pl_.fit.cache_limit : kRowCacheFloatsPerThread;
+  const bool cached = p_.chunk == 0 && !vec_decls_.empty() && (shared || (!p_.smem && cache_floats <= cache_limit));
   if (p_.chunk == 0 && !cached && !vec_decls_.empty()) {
     notes_.push_back(p_.smem ? absl::StrCat("does not fit the shared-memory cache (", shared_bytes, " bytes): streamed")
                              : absl::StrCat("does not fit the register cache (", cache_floats,

@@ -363,11 +363,11 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
 // thread of one vector spends most of its time in the merge with none of its loads in flight
 // (softmax over rows of 197 f16, H100, L2 flushed: 32 lanes of one vector each 66.5 us, 8 lanes
 // of three or four 52.1 us; kiln tune, 2026-11-26). At least the lanes that keep the row's
-// `inputs` cached within kRowCacheFloatsPerThread each.
-int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs) {
+// `inputs` cached within `limit` values each.
+int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs, int64_t limit) {
   const int64_t vectors = (n + vector_width - 1) / vector_width;
   int g = 4;
-  while (g < 32 && (4 * g < vectors || (vectors + g - 1) / g * vector_width * inputs > kRowCacheFloatsPerThread)) {
+  while (g < 32 && (4 * g < vectors || (vectors + g - 1) / g * vector_width * inputs > limit)) {
     g *= 2;
   }
   return g;
@@ -459,44 +459,30 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
                             fit.row_inputs == 1 ? "" : "s")
           : absl::StrFormat("row of %d %s values x %d input%s", n, sample ? DTypeName(sample->dtype()) : "f32",
                             fit.row_inputs, fit.row_inputs == 1 ? "" : "s");
-  int64_t weights = 0;
-  for (const Node* in : region.inputs) weights += IsRowWeight(placement, in) ? 1 : 0;
-  // Few short rows: no other warps hide a row's chain of loads, merges and stores, so its
-  // length is the kernel's time. A row of more than a warp's vectors gets a block of one vector
-  // per thread (at most kFewRowsMaxThreads); a shorter one keeps its lanes (ThreadsForShortRow).
-  // Either way the row's weights are loaded with it where they fit. rms_norm over 16 rows of
-  // 1024 bf16: a warp per row took 3.33 us and its 298 instructions per warp; Triton's 16
-  // blocks of 256 threads 2.59 us at 90 per warp (ncu, H200: bench/results/
-  // 2026-11-29-session30.md, run 6). Before, the weights of a warp's row were loaded only after
-  // its sums, and layer_norm's one row of 1024 (x, w and b: 96 values a lane) was streamed twice.
-  const bool few_rows = n <= kWarpRowMax && rows <= kFewRowsPerSm * std::max(device.sm_count, 1);
-  const int64_t vectors = (n + VectorElements(region, 0) - 1) / VectorElements(region, 0);
-  auto cache_weights = [&](int64_t threads) {
-    if (few_rows && weights > 0 && PerThread(n, fit.row_inputs + weights, threads) <= kRowCacheFloatsPerThread) {
-      fit.weights_cached = true;
-      fit.row_inputs += weights;
-    }
-  };
-  if (few_rows && vectors > kWarp) {
-    fit.threads = std::min<int64_t>(RoundUpPow2(vectors), kFewRowsMaxThreads);
-    while (fit.threads < 1024 && PerThread(n, fit.row_inputs, fit.threads) > kRowCacheFloatsPerThread) fit.threads *= 2;
-    cache_weights(fit.threads);
-    fit.per_thread = PerThread(n, fit.row_inputs, fit.threads);
-    fit.on_chip = fit.per_thread <= kRowCacheFloatsPerThread;
-    fit.block = fit.threads;
-    fit.rows_per_block = 1;
-  } else if (n <= kWarpRowMax) {
+  if (n <= kWarpRowMax) {
+    // Few rows: no other warps hide a row's loads (rms_norm over 16 rows of 1024 bf16 took
+    // 2.38 us against Triton's 1.56, its weight loaded only after the row's sum; layer_norm's
+    // one row of 1024 with its two weights, 96 values a lane, was streamed twice: 2.48 against
+    // 1.74; H200, CUDA graphs: bench/results/2026-11-29-session29.md, run 9). Such a row may
+    // cache twice the values, and its weights are loaded with it.
+    const bool few = rows <= kFewRowsPerSm * std::max(device.sm_count, 1);
+    fit.cache_limit = few ? kFewRowsCacheFloatsPerThread : kRowCacheFloatsPerThread;
     fit.threads = kWarp;
     fit.per_thread = PerThread(n, fit.row_inputs, kWarp);
-    fit.on_chip = fit.per_thread <= kRowCacheFloatsPerThread;
-    if (fit.on_chip) cache_weights(kWarp);
-    fit.per_thread = PerThread(n, fit.row_inputs, kWarp);
+    fit.on_chip = fit.per_thread <= fit.cache_limit;
+    int64_t weights = 0;
+    for (const Node* in : region.inputs) weights += IsRowWeight(placement, in) ? 1 : 0;
+    if (few && fit.on_chip && weights > 0 && PerThread(n, fit.row_inputs + weights, kWarp) <= fit.cache_limit) {
+      fit.weights_cached = true;
+      fit.row_inputs += weights;
+      fit.per_thread = PerThread(n, fit.row_inputs, kWarp);
+    }
     // The kernel's block: rows of `lanes` threads each, 128 threads a block, or 256 where 128
     // would read under 4 KB of rows (H200, L2 flushed, 128 against 256 threads: softmax over
     // rows of 197 f16 0.92x, layer_norm over 768 bf16 0.97x, softmax over 1024 bf16 0.98x, six
     // other short-row kernels level; but sums of rows of 16 f32, 2 KB a block, 1.18x:
     // bench/results/2026-11-27-session20, run 6).
-    const int64_t lanes = ThreadsForShortRow(n, VectorElements(region, 0), fit.row_inputs);
+    const int64_t lanes = ThreadsForShortRow(n, VectorElements(region, 0), fit.row_inputs, fit.cache_limit);
     int64_t row_bytes = 0;
     for (const Node* in : region.inputs) {
       if (IsCachedRowInput(placement, in)) row_bytes += n * ByteSize(in->dtype());
@@ -533,8 +519,8 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     fit.block = fit.threads;
   }
   const std::string budget =
-      absl::StrFormat("%d f32 values per thread x %d threads", kRowCacheFloatsPerThread,
-                      n <= kWarpRowMax ? fit.threads : max_threads);
+      absl::StrFormat("%d f32 values per thread x %d threads%s", fit.cache_limit, n <= kWarpRowMax ? kWarp : max_threads,
+                      fit.cache_limit > kRowCacheFloatsPerThread ? " (few rows: no other warps hide their loads)" : "");
   if (n > kWarpRowMax) {
     const int passes = fit.on_chip ? 1 : std::max(1, placement.levels + (row_outputs ? 1 : 0));
     const int64_t registers = (fit.on_chip ? fit.per_thread : 0) + kBaseRegisters;
@@ -554,14 +540,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
   if (fit.on_chip) {
     fit.reason = absl::StrFormat("%s fits the register budget of %s: %d per thread over %d threads%s%s%s", what,
                                  budget, fit.per_thread, fit.threads,
-                                 !few_rows ? ""
-                                 : fit.rows_per_block == 1
-                                     ? absl::StrFormat("; few rows (at most %d an SM): a block of %d threads a row, one "
-                                                       "vector each%s",
-                                                       kFewRowsPerSm, fit.threads,
-                                                       fit.weights_cached ? ", its weights loaded with it" : "")
-                                     : fit.weights_cached ? "; few rows: its weights loaded with it"
-                                                          : "",
+                                 fit.weights_cached ? ", its weights loaded and kept with it" : "",
                                  fit.phase_us > 0 ? absl::StrFormat(" (one block per SM: +%.1f us of unoverlapped "
                                                                     "load, reduce and store phases)", fit.phase_us)
                                                   : "",

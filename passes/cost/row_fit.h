@@ -34,11 +34,11 @@ namespace kiln {
 // (64 of the 255 registers a thread may use, leaving room for addressing and the prologue).
 inline constexpr int64_t kRowCacheFloatsPerThread = 64;
 // A launch of at most kFewRowsPerSm short rows (of at most 1024) per SM has too few warps for
-// one row's chain of loads, merges and stores to hide another's: a row of more than 32 vectors
-// gets a block of one vector per thread (at most kFewRowsMaxThreads), and every such row's
-// weights are cached with it where they fit (RowFit::weights_cached).
+// one row's loads to hide another's latency: its rows may cache up to
+// kFewRowsCacheFloatsPerThread values per thread (a block of at most 256 threads then takes
+// at most 256 x (128 + 48) registers), and their weights with them (RowFit::weights_cached).
 inline constexpr int64_t kFewRowsPerSm = 4;
-inline constexpr int64_t kFewRowsMaxThreads = 256;
+inline constexpr int64_t kFewRowsCacheFloatsPerThread = 128;
 // The most dynamic shared memory a row kernel's shared-memory cache takes: the largest opt-in
 // block allowance of the GPUs we target (227 KB on sm_90) less 2 KB for the kernel's own
 // static shared memory. A device's smaller allowance (DeviceSpec::smem_per_block_bytes) rules
@@ -69,6 +69,7 @@ struct RowFit {
   bool on_chip = true;
   int64_t row_inputs = 0;      // row-shaped inputs the kernel caches (at least 1), weights
                                // included where weights_cached
+  int64_t cache_limit = kRowCacheFloatsPerThread;  // cached f32 values a thread may hold
   bool weights_cached = false; // few short rows: the weights (IsRowWeight) are cached too
   int64_t threads = 0;         // threads that share a row: on chip, the fewest that hold it
   int64_t block = 0;           // threads of the kernel's block (several short rows, or one row)
