@@ -199,7 +199,8 @@ int RaggedColumnVector(const Region& region, const ReducePlacement& placement);
 bool WholeChunks(const Node* n, int vector);
 
 // Whether `input` of a row region is one the row kernel may cache on chip: it varies along the
-// row and from row to row (a weight [N], the same for every row, stays in L1/L2 instead).
+// row and from row to row (a weight [N], the same for every row, is read from L1/L2 where it is
+// used, except in a launch of few rows: IsRowWeight, RowFit::weights_cached).
 bool IsCachedRowInput(const ReducePlacement& placement, const Node* input);
 // Whether `input` of a row region is a weight: it varies along the row but is the same for
 // every row of several (a norm's [N] scale). Cached beside the row only where
