@@ -324,10 +324,13 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
     if (smem > limit) continue;
     const int64_t registers = kSharedCacheRegisters;
     const bool waits = SplitBlocksWait(placement.levels, stores);
-    // The largest cluster only where two of its blocks fit an SM: a block alone on its SM loads,
-    // reduces and stores in turn (layer_norm over 32 rows of 262144 f32: 8 blocks of 128 KB,
-    // one per SM, 54.2 us against 49.6 for 18 blocks of 64 KB through global memory; H100).
-    if (split == kMaxClusterBlocks && split < fit.split &&
+    // Only where two blocks fit an SM, for a region that stores rows: a block alone on its SM
+    // loads, reduces and stores in turn, with no other block's loads in flight meanwhile.
+    // layer_norm over 32 rows of 262144 f32: 8 blocks of 128 KB, one per SM, 54.2 us against
+    // 49.6 for 18 blocks of 64 KB through global memory (H100); over 44 rows, a cluster of 6
+    // blocks of 180 KB 53.7 us against 38.3 for 12 blocks of 90 KB (H200, kiln tune, L2
+    // flushed: bench/results/2026-11-29-session31, run 5).
+    if ((stores || (split == kMaxClusterBlocks && split < fit.split)) &&
         BlocksPerSm(device, threads, registers, smem, 2048 / threads) < 2) {
       continue;
     }

@@ -392,6 +392,29 @@ TEST(RowFitTest, ShortRowBlocksAreTheLaunchRulesBlocks) {
 // memory holds it: softmax over [1024, 50257] f16 is a block per row in 100 KB of shared memory
 // (H100, kiln tune: 77.8 us against 84.2 for the register rule's split of 2 as a cluster of
 // two 57 KB shares; H200, L2 flushed: 58.5 against 69.4 us, bench/results/2026-11-28-session21).
+// A shared cache of a region that stores rows leaves room for a second block on each SM: a
+// block alone on its SM loads, reduces and stores in turn. layer_norm over 44 rows of 262144
+// f32 on the H200 took a cluster of 6 blocks of 180 KB, one per SM (53.7 us), where 12 blocks
+// of 90 KB, two per SM, ran 38.3 (session 31, run 5). Row counts around it, on both devices.
+TEST(RowFitTest, ASharedRowCacheNeverLeavesABlockAloneOnItsSm) {
+  for (const DeviceSpec& device : {H100Spec(), H200Spec()}) {
+    for (int64_t rows : {11, 22, 33, 44, 66, 132}) {
+      for (const auto& [op, type] : {std::pair<std::string, std::string>{"layer_norm", "f32"}, {"softmax", "bf16"}}) {
+        const int64_t n = op == "softmax" ? 151936 : 262144;
+        auto graph = testing::Parse(absl::StrFormat(R"(graph g(x: %1$s[%2$d,%3$d]) {
+          y: %1$s[%2$d,%3$d] = %4$s(x) {axis = 1}
+          return y
+        })", type, rows, n, op));
+        ASSERT_TRUE(graph && DefaultPipeline().Run(*graph, DebugOptions{}).ok());
+        const Region region = testing::WholeRegion(*graph, device);
+        ASSERT_TRUE(region.reduce) << op << " " << rows;
+        const RowFit& fit = region.reduce->fit;
+        if (fit.shared) EXPECT_GE(fit.blocks_per_sm, 2) << device.name << " " << op << " " << rows << ": " << fit.reason;
+      }
+    }
+  }
+}
+
 TEST(RowFitTest, ARowTooLongForRegistersIsNotSplitForSharedMemory) {
   Row r = Softmax(50257, "f16", 1024);
   const RowFit& fit = r.region.reduce->fit;
