@@ -301,6 +301,8 @@ def zoo():
           "GroupNorm(32, 320) in Stable Diffusion's UNet", torch_op=group_norm_op(32, 1e-5)),
         W("norm", channel_norm("batch_norm_train_rn50_bf16", "bf16", [32, 256, 56, 56], [0, 2, 3], 1e-5),
           "training-mode batch norm in ResNet-50's first stage", torch_op=batch_norm_op),
+        W("norm", channel_norm("batch_norm_train_rn50_last_bf16", "bf16", [32, 2048, 7, 7], [0, 2, 3], 1e-5),
+          "training-mode batch norm in ResNet-50's last stage (runs of 7 x 7)", torch_op=batch_norm_op),
         # Transposes and permutes (outputs are materialized).
         W("permute", transpose_add("transpose_add_4096_f32", "f32", 4096), "x.T + y", cliff=True),
         W("permute", permute("permute_bshd_bhsd_bf16", "bf16", [8, 2048, 32, 128], [0, 2, 1, 3]),

@@ -43,10 +43,12 @@ std::string AtomsOffset(const ViewDim& atoms, const std::string& var) {
 }
 
 // The atoms of group g of the space in tensor `n`, read through the transpose `place.through`
-// (reduce_placement.h): its dims of the group, merged where their strides in `n` chain.
+// or stored through `n` itself (`place.stored_through`, reduce_placement.h): its dims of the
+// group, merged where their strides in `n` chain.
 ViewDim ThroughAtoms(const Node* n, const Placement& place, int g) {
-  std::optional<StridedView> view = ViewThrough(ContiguousView(n), place.through);
-  KILN_CHECK(view.has_value()) << n->name() << " is not viewed through " << place.through->name();
+  std::optional<StridedView> view = place.stored_through != nullptr ? ViewBack(ContiguousView(n), n)
+                                                                    : ViewThrough(ContiguousView(n), place.through);
+  KILN_CHECK(view.has_value()) << n->name() << " is not viewed through a transpose";
   const size_t rank = view->dims.size();
   const size_t b = g == 0 ? 0 : static_cast<size_t>(place.cut[g - 1]);
   const size_t e = g == 2 ? rank : static_cast<size_t>(place.cut[g]);
@@ -80,7 +82,7 @@ absl::StatusOr<std::string> ReduceEmitter::IndexOf(const Node* n, int lane) cons
   const std::string oi = GroupIndex(pl_.space.Group(0), outer, column_ ? "o" : "r");
   const std::string ri = GroupIndex(pl_.space.Group(1), reduced, reduced_index);
   const std::string ii = column_ ? GroupIndex(pl_.space.Group(2), inner, inner_index) : "0";
-  if (place.through != nullptr) {  // each group's part is 1 or the group's extent (Validate)
+  if (place.through != nullptr || place.stored_through != nullptr) {  // each part is 1 or the group (Validate)
     return SumTerms({AtomsOffset(ThroughAtoms(n, place, 0), oi), AtomsOffset(ThroughAtoms(n, place, 1), ri),
                      AtomsOffset(ThroughAtoms(n, place, 2), ii)});
   }
@@ -92,8 +94,8 @@ bool ReduceEmitter::VectorLoadable(const Node* n) const {
   const Placement& place = pl_.Of(n);
   if (column_) return NumElements(place.Part(n, 2)) == I_ && (!ragged_ || WholeChunks(n, V_));  // contiguous
   if (NumElements(place.Part(n, 1)) != N_ || NumElements(place.Part(n, 2)) != 1) return false;
-  if (place.through != nullptr) {
-    // Read through a transpose: a vector is V contiguous elements when the row's innermost run
+  if (place.through != nullptr || place.stored_through != nullptr) {
+    // Through a transpose: a vector is V contiguous elements when the row's innermost run
     // has stride 1 and holds whole vectors, and every other step keeps the V-element alignment.
     if (!aligned_) return false;
     for (int g = 0; g < 2; ++g) {
@@ -163,7 +165,9 @@ absl::StatusOr<TypedExpr> ReduceEmitter::Value(const Node* n, int lane) {
 
 bool ReduceEmitter::LanesShare(const Node* n) const {
   const Placement& place = pl_.Of(n);
-  if (column_ || !aligned_ || place.through != nullptr || place.like != nullptr) return false;
+  if (column_ || !aligned_ || place.through != nullptr || place.like != nullptr || place.stored_through != nullptr) {
+    return false;
+  }
   // The part of the reduced group `n` has, right-aligned against the group: the trailing group
   // axes where it has extent 1 are a run of elements that all read one value of `n`.
   Shape part = place.Part(n, 1);

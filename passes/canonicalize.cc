@@ -79,6 +79,90 @@ Node* ReduceTransposed(Rewriter& rw, Node* node, const std::vector<int64_t>& axe
   return rw.Add(OpKind::kReshape, {reduced}, {{"shape", node->shape()}});
 }
 
+// The permutation by which a reduction reads `x` (a transpose of x feeding a reduction, as
+// ReduceTransposed makes them), or empty.
+std::vector<int64_t> ReducedThroughPermutation(const Node* x) {
+  for (const Node* t : x->users()) {
+    if (t->op() != OpKind::kTranspose) continue;
+    for (const Node* u : t->users()) {
+      if (u->category() == OpCategory::kReduction) return t->attrs().GetInts("perm");
+    }
+  }
+  return {};
+}
+
+// Whether `n`, padded to perm's rank, keeps the order of its axes of extent > 1 under `perm`
+// (its transpose is a reshape), or is a scalar.
+bool PermutesAsReshape(const Node* n, const std::vector<int64_t>& perm) {
+  Shape s = n->shape();
+  if (s.size() > perm.size()) return false;
+  s.insert(s.begin(), perm.size() - s.size(), 1);
+  int64_t last = -1;
+  for (int64_t d : perm) {
+    if (s[d] == 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
+}
+
+// The permutation `node` can be computed under (SinkIntoTransposedSpace), or empty: its
+// pointwise cone over its own shape (at most 16 nodes) reads one tensor of that shape, which a
+// reduction reads through a transpose, and otherwise only tensors whose transpose is a reshape.
+std::vector<int64_t> SinkPermutation(const Node* node) {
+  if (node->category() != OpCategory::kPointwise || node->num_operands() == 0) return {};
+  std::vector<const Node*> stack = {node};
+  std::vector<const Node*> cone, leaves;
+  const Node* source = nullptr;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (std::find(cone.begin(), cone.end(), n) != cone.end()) continue;
+    cone.push_back(n);
+    if (cone.size() > 16) return {};
+    for (const Node* o : n->operands()) {
+      if (o->shape() != node->shape()) {
+        leaves.push_back(o);
+      } else if (o->category() == OpCategory::kPointwise && o->num_operands() > 0) {
+        stack.push_back(o);
+      } else if (source == nullptr || source == o) {
+        source = o;
+      } else {
+        return {};  // two tensors of the full shape
+      }
+    }
+  }
+  if (source == nullptr) return {};
+  std::vector<int64_t> perm = ReducedThroughPermutation(source);
+  if (perm.empty() || perm.size() != node->shape().size()) return {};
+  for (const Node* leaf : leaves) {
+    if (!PermutesAsReshape(leaf, perm)) return {};
+  }
+  return perm;
+}
+
+// A pointwise node over the whole of a tensor x that a reduction reads through a transpose of
+// x (batch norm's normalisation, beside the statistics ReduceTransposed made), computed in the
+// transposed space and transposed back: the statistics and the normalisation then read x in one
+// layout, so one row kernel can read it once and store its result through the transpose (a
+// region output, reduce_placement.h). Only at the last such node of a chain (none of its
+// pointwise users of its shape also qualifies), so that the chain moves as one. Else nullptr.
+Node* SinkIntoTransposedSpace(Rewriter& rw, Node* node) {
+  const std::vector<int64_t> perm = SinkPermutation(node);
+  if (perm.empty()) return nullptr;
+  for (const Node* u : node->users()) {
+    // A reduction's operand moves with it (ReduceTransposed).
+    if (u->category() == OpCategory::kReduction) return nullptr;
+    if (u->shape() == node->shape() && !SinkPermutation(u).empty()) return nullptr;
+  }
+  std::map<Node*, Node*> memo;
+  int budget = 16;
+  Node* inside = Transposed(rw, node, perm, memo, budget);
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) inverse[perm[d]] = static_cast<int64_t>(d);
+  return rw.Add(OpKind::kTranspose, {inside}, {{"perm", inverse}});
+}
+
 // Returns the node that should replace `node`, or nullptr when no rule applies. Rules that
 // only edit attributes rebuild the node (nodes are immutable once built).
 Node* Rewrite(Graph& graph, Node* node) {
@@ -228,7 +312,7 @@ Node* Rewrite(Graph& graph, Node* node) {
       return nullptr;
     }
     default:
-      return nullptr;
+      return SinkIntoTransposedSpace(rw, node);
   }
 }
 

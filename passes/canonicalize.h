@@ -9,6 +9,10 @@
 //    are widened to f32 first and narrowed last, so the partial results keep f32), so that every
 //    reduction reduces adjacent axes; reduced axes of extent 1 are dropped, and a reduction
 //    over nothing but such axes becomes a reshape of its operand (row_sum of [1M, 1]: a view);
+//  * a pointwise chain over the whole of a tensor that a reduction reads through a transpose
+//    (batch norm's normalisation beside its statistics) is computed in the transposed space and
+//    transposed back, so that one row kernel reads the tensor once and stores the result
+//    through the inverse transpose;
 //  * no-ops fold away: reshape/broadcast_to to the same shape, cast to the same dtype,
 //    identity transpose, full slice; reshape(reshape(x)) and transpose(transpose(x)) compose;
 //  * exporter spellings: pow(x, 2) -> mul(x, x); pow(x, 0.5) -> sqrt(x);

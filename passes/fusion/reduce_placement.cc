@@ -263,9 +263,18 @@ absl::Status Placer::Validate() {
   // row kernel gather runs of it; canonicalize makes such transposes for reductions over axes in
   // several runs). Any other transpose would reorder values the kernel computes.
   std::map<const Node*, const Node*> through;  // tensor in memory -> the member transpose read
+  std::vector<const Node*> stored_through;     // member transposes of members, stored through
   for (const Node* n : r_.nodes) {
     if (n->op() != OpKind::kTranspose) continue;
     const Node* x = n->operand(0);
+    const bool output_only =
+        std::find(r_.outputs.begin(), r_.outputs.end(), n) != r_.outputs.end() &&
+        std::none_of(n->users().begin(), n->users().end(), [&](const Node* u) { return Member(u); });
+    if (Member(x) && output_only && out_.space.inner == 1 && cut_.count(x) &&
+        x->num_elements() == out_.space.outer * out_.space.reduced) {
+      stored_through.push_back(n);
+      continue;
+    }
     if (Member(x) || out_.space.inner != 1) {
       return Unplaceable(absl::StrCat("transpose ", n->name(), " would reorder ",
                                       Member(x) ? "values the kernel computes" : "a column region's reads"),
@@ -275,6 +284,24 @@ absl::Status Placer::Validate() {
       return Unplaceable(absl::StrCat(x->name(), " is read in two layouts (through transpose ", n->name(),
                                       " and another)"), "reduce-layout");
     }
+  }
+  for (const Node* t : stored_through) {
+    Placement p;
+    p.cut[0] = cut_.at(t->operand(0)).first;
+    p.cut[1] = cut_.at(t->operand(0)).second;
+    p.stored_through = t;
+    for (int g = 0; g < 3; ++g) p.varies[g] = NumElements(p.Part(t, g)) > 1;
+    // Stored in runs of contiguous elements along the row, as a read through a transpose is.
+    std::optional<StridedView> view = ViewBack(ContiguousView(t), t);
+    KILN_CHECK(view.has_value()) << t->name() << " is not a bijective view";
+    const ViewDim row = FlattenDims(*view, p.cut[0], p.cut[1]);
+    if (row.empty() || row.back().stride != 1 || (row.back().extent < kMinContiguousRun && row.size() > 1)) {
+      return Unplaceable(absl::StrCat("transpose ", t->name(), " would scatter the row it stores: its innermost run is ",
+                                      row.empty() ? 0 : row.back().extent, " elements at stride ",
+                                      row.empty() ? 0 : row.back().stride),
+                         "reduce-layout");
+    }
+    out_.place[t] = p;
   }
   for (const Node* n : all) {
     if (out_.place.count(n) || through.count(n)) continue;
@@ -516,7 +543,11 @@ std::string ReduceSpace::ToString() const {
 }
 
 Shape Placement::Part(const Node* n, int g) const {
-  return Part(through ? through->shape() : like ? like->shape() : n->shape(), g);
+  return Part(through          ? through->shape()
+              : like           ? like->shape()
+              : stored_through ? stored_through->operand(0)->shape()
+                               : n->shape(),
+              g);
 }
 
 Shape Placement::Part(const Shape& shape, int g) const {

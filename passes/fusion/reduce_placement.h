@@ -15,6 +15,8 @@
 // tensor takes the transpose's place, and its index goes through the permutation) when each
 // row is a sequence of contiguous runs of at least 32 elements: batch norm's statistics, which
 // canonicalize writes as a reduction over the trailing axes of x transposed to [C, N, H, W].
+// Its normalisation, which canonicalize computes in the same transposed space, leaves the
+// kernel through the inverse transpose on the same condition (Placement::stored_through).
 //
 // From the places follow: what each value varies along (per element, per row, along the row
 // only, or a scalar), the reduction level each value waits for, the combines (per-row values
@@ -62,6 +64,11 @@ struct Placement {
   // regroups across the space's groups: placed, indexed and stored as that tensor (`like`), since
   // a row-major reshape keeps each element's linear index.
   const Node* like = nullptr;
+  // A transpose of a member that only leaves the kernel (canonicalize's SinkIntoTransposedSpace:
+  // batch norm's result, computed in the statistics' transposed space): placed as its operand,
+  // and stored through the permutation (element p of the space is its element at the inverse
+  // index), in runs of contiguous elements as a read through a transpose is.
+  const Node* stored_through = nullptr;
   bool combined = false;   // depends on a combine
 
   bool outer() const { return varies[0]; }

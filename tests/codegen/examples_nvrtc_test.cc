@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "codegen/kernel_params.h"
 #include "gtest/gtest.h"
 #include "passes/fusion/norm_matmul_plan.h"
@@ -155,6 +156,41 @@ TEST(ExamplesNvrtcTest, SharedMemoryRowCacheCompiles) {
         }
       }
       EXPECT_TRUE(registers_variant) << "the tuner may also try the row in registers";
+    }
+  }
+}
+
+// Batch norm in training mode is one row kernel: x read through the transpose to [C, N, H, W]
+// (a row per channel), the statistics and the normalisation in that space, the result stored
+// through the inverse transpose. In runs of H x W that hold whole vectors (56 x 56) or not
+// (7 x 7: element stores); every candidate compiles.
+TEST(ExamplesNvrtcTest, BatchNormStoresThroughItsTransposeUnderEveryCandidate) {
+  std::set<std::string> seen;
+  for (const char* shape : {"16,64,56,56", "32,96,7,7"}) {
+    const std::string text = absl::StrFormat(R"(graph g(x: bf16[%1$s], w: bf16[%2$s], b: bf16[%2$s]) {
+        m: bf16[%2$s] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = true}
+        d: bf16[%1$s] = sub(x, m)
+        q: bf16[%1$s] = mul(d, d)
+        v: bf16[%2$s] = reduce_mean(q) {axes = [0, 2, 3], keep_dims = true}
+        e: bf16[%2$s] = add(v, v)
+        s: bf16[%2$s] = rsqrt(e)
+        n: bf16[%1$s] = mul(d, s)
+        nw: bf16[%1$s] = mul(n, w)
+        y: bf16[%1$s] = add(nw, b)
+        return y
+      })", shape, std::string(shape) == "16,64,56,56" ? "1,64,1,1" : "1,96,1,1");
+    Analysis a = testing_codegen::AnalyzeText(text);
+    const std::vector<const Region*> regions = testing_codegen::KernelRegions(a.plan);
+    ASSERT_EQ(regions.size(), 1u) << shape;
+    const Region& r = *regions[0];
+    ASSERT_EQ(r.kind, RegionKind::kRowReduction) << shape;
+    ASSERT_EQ(r.outputs.size(), 1u);
+    EXPECT_NE(r.reduce->Of(r.outputs[0]).stored_through, nullptr) << shape;
+    for (const KernelParams& p : CandidateParams(r, a.plan.device)) {
+      auto ks = EmitKernel(r, p);
+      ASSERT_TRUE(ks.ok()) << ks.status();
+      CompileAndReport(absl::StrCat("batch norm ", shape, " ", p.ToString()), *ks, &seen,
+                       p == DefaultParams(r, a.plan.device) ? 0 : -1);
     }
   }
 }

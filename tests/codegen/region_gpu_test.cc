@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_format.h"
 #include "api/compiler.h"
@@ -264,6 +265,30 @@ TEST_F(RegionGpuTest, RowsReadThroughATranspose) {
     }
     EXPECT_EQ(rows, 1) << name;
     EXPECT_EQ(kernels, name.rfind("batchnorm", 0) == 0 ? 2 : 1) << name;
+  }
+}
+
+// Batch norm in training mode as one row kernel (canonicalize computes the normalisation in the
+// statistics' transposed space; the result is stored through the inverse transpose): every
+// candidate, in runs of H x W that hold whole vectors (28 x 28) or not (7 x 7, and 6 x 6 with a
+// row of 2 x 36), f16, bf16 and f32.
+TEST_F(RegionGpuTest, BatchNormStoredThroughItsTranspose) {
+  for (const auto& [type, shape, channel] :
+       {std::tuple<std::string, std::string, std::string>{"f16", "8,32,28,28", "1,32,1,1"},
+        {"bf16", "16,48,7,7", "1,48,1,1"},
+        {"f32", "2,24,6,6", "1,24,1,1"}}) {
+    const std::string text = absl::StrFormat(R"(graph g(x: %1$s[%2$s], w: %1$s[%3$s], b: %1$s[%3$s]) {
+        m: %1$s[%3$s] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = true}
+        d: %1$s[%2$s] = sub(x, m)
+        q: %1$s[%2$s] = mul(d, d)
+        v: %1$s[%3$s] = reduce_mean(q) {axes = [0, 2, 3], keep_dims = true}
+        s: %1$s[%3$s] = rsqrt(v)
+        n: %1$s[%2$s] = mul(d, s)
+        nw: %1$s[%2$s] = mul(n, w)
+        y: %1$s[%2$s] = add(nw, b)
+        return y
+      })", type, shape, channel);
+    CheckEveryCandidate(absl::StrFormat("batch_norm_%s_%s", type, shape), text);
   }
 }
 

@@ -99,6 +99,35 @@ TEST(CanonicalizeTest, ReductionOverTwoRunsWithALongInnermostRunReadsThroughATra
   )")) << out;
 }
 
+// Batch norm's normalisation reads x beside statistics that read it through a transpose: the
+// whole pointwise chain moves into the transposed space (its per-channel operands become
+// reshapes), and its result is transposed back, so x is read in one layout. A pointwise op
+// that also reads another tensor of x's shape stays where it is.
+TEST(CanonicalizeTest, ANormalisationBesideTransposedStatisticsMovesIntoTheirSpace) {
+  const std::string out = Canon(R"(graph g(x: f16[4,8,6,6], w: f16[8,1,1], r: f16[4,8,6,6]) {
+    m: f16[1,8,1,1] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = true}
+    d: f16[4,8,6,6] = sub(x, m)
+    q: f16[4,8,6,6] = mul(d, d)
+    v: f16[1,8,1,1] = reduce_mean(q) {axes = [0, 2, 3], keep_dims = true}
+    s: f16[1,8,1,1] = rsqrt(v)
+    n: f16[4,8,6,6] = mul(d, s)
+    y: f16[4,8,6,6] = mul(n, w)
+    z: f16[4,8,6,6] = add(x, r)
+    return y, z
+  })");
+  EXPECT_TRUE(FileCheck(out, R"(
+    CHECK: z: f16[4,8,6,6] = add(x, r)
+    CHECK: m.transpose: f16[8,4,6,6] = transpose(x) {perm = [1, 0, 2, 3]}
+    CHECK: y.transpose: f16[8,4,6,6] = transpose(x) {perm = [1, 0, 2, 3]}
+    CHECK: y.sub: f16[8,4,6,6] = sub(y.transpose, m.reduce_mean)
+    CHECK: y.reshape.1: f16[8,1,1,1] = reshape(s)
+    CHECK: y.mul: f16[8,4,6,6] = mul(y.sub, y.reshape.1)
+    CHECK: y.reshape.3: f16[8,1,1,1] = reshape(w)
+    CHECK: y.mul.1: f16[8,4,6,6] = mul(y.mul, y.reshape.3)
+    CHECK: y: f16[4,8,6,6] = transpose(y.mul.1) {perm = [1, 0, 2, 3]}
+  )")) << out;
+}
+
 TEST(CanonicalizeTest, SoftmaxAxisIsNormalised) {
   EXPECT_TRUE(FileCheck(Canon(R"(graph g(x: f32[2,3]) {
     s: f32[2,3] = softmax(x) {axis = -1}

@@ -2,10 +2,12 @@
 // acceptance) under that rule.
 #include <algorithm>
 #include "passes/fusion/legality.h"
+
 #include "passes/fusion/matmul_epilogue.h"
 #include "passes/fusion/reduce_placement.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "passes/fusion/priority_fusion.h"
 #include "tests/passes/pass_test_util.h"
 
@@ -311,6 +313,36 @@ TEST(LegalityTest, ARowKernelReadsATensorInMemoryThroughATranspose) {
   const Node* x = p.graph->FindNode("x");
   EXPECT_EQ(row.reduce->Of(x).through, p.graph->FindNode("t"));
   EXPECT_EQ(p.plan.regions[1].kind, RegionKind::kPointwise);
+}
+
+// With the normalisation in the statistics' transposed space (canonicalize's
+// SinkIntoTransposedSpace), batch norm is one row kernel: x read once through the transpose,
+// and the result stored through the inverse one, in runs of H x W. A transpose whose store
+// would scatter the row (runs of 4 elements) is refused.
+TEST(LegalityTest, ARowKernelStoresItsResultThroughATranspose) {
+  const char* text = R"(graph g(x: f16[8,64,%1$d,%1$d], w: f16[64,1,1,1]) {
+    t: f16[64,8,%1$d,%1$d] = transpose(x) {perm = [1, 0, 2, 3]}
+    m: f16[64,1,1,1] = reduce_mean(t) {axes = [1, 2, 3], keep_dims = true}
+    d: f16[64,8,%1$d,%1$d] = sub(t, m)
+    q: f16[64,8,%1$d,%1$d] = mul(d, d)
+    v: f16[64,1,1,1] = reduce_mean(q) {axes = [1, 2, 3], keep_dims = true}
+    r: f16[64,1,1,1] = rsqrt(v)
+    n: f16[64,8,%1$d,%1$d] = mul(d, r)
+    s: f16[64,8,%1$d,%1$d] = mul(n, w)
+    y: f16[8,64,%1$d,%1$d] = transpose(s) {perm = [1, 0, 2, 3]}
+    return y
+  })";
+  Plan p = PlanText(absl::StrFormat(text, 28));
+  ASSERT_EQ(p.plan.num_kernels(), 1);
+  const Region& row = p.plan.regions[0];
+  ASSERT_EQ(row.kind, RegionKind::kRowReduction);
+  const Node* y = p.graph->FindNode("y");
+  EXPECT_EQ(row.reduce->Of(y).stored_through, y);
+  EXPECT_EQ(row.reduce->Of(p.graph->FindNode("x")).through, p.graph->FindNode("t"));
+  ASSERT_EQ(row.outputs.size(), 1u);
+  EXPECT_EQ(row.outputs[0], y);
+  Plan scattered = PlanText(absl::StrFormat(text, 2));
+  EXPECT_GT(scattered.plan.num_kernels(), 1);
 }
 
 // A reshape that only leaves the kernel keeps every element's linear index, so it is stored as
