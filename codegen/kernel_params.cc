@@ -231,7 +231,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
   // Rows start anywhere (the row kernel takes a head and a tail one element at a time), so
   // the vector width need not divide N.
   const RowFit& fit = region.reduce->fit;
-  p.vector_width = VectorWidthFor(region, 0);
+  p.vector_width = RowVector(region, *region.reduce);
   p.split = fit.split;
   p.cluster = fit.cluster;
   if (fit.shared) {  // the row share in the block's shared memory, over the threads the rule chose

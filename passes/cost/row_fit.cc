@@ -294,7 +294,7 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
   const int64_t limit = std::min(kMaxSharedCacheBytes, device.smem_per_block_bytes - 2048);
   if (device.smem_per_block_bytes <= 0 || limit <= 0) return false;
   const int64_t rows = placement.space.outer, length = placement.space.reduced;
-  const int vector = VectorElements(region, 0);
+  const int vector = RowVector(region, placement);
   int64_t slot_bytes = 0;  // one vector of every cached input
   for (const Node* in : region.inputs) {
     if (IsCachedRowInput(placement, in)) slot_bytes += vector * ByteSize(in->dtype());
@@ -485,7 +485,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     // rows of 197 f16 0.92x, layer_norm over 768 bf16 0.97x, softmax over 1024 bf16 0.98x, six
     // other short-row kernels level; but sums of rows of 16 f32, 2 KB a block, 1.18x:
     // bench/results/2026-11-27-session20, run 6).
-    const int64_t lanes = ThreadsForShortRow(n, VectorElements(region, 0), fit.row_inputs, fit.cache_limit);
+    const int64_t lanes = ThreadsForShortRow(n, RowVector(region, placement), fit.row_inputs, fit.cache_limit);
     int64_t row_bytes = 0;
     for (const Node* in : region.inputs) {
       if (IsCachedRowInput(placement, in)) row_bytes += n * ByteSize(in->dtype());
@@ -507,7 +507,7 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     // wider block's registers may leave one block per SM): 128 threads for shares of 4096 f32
     // split over 3 blocks took 7.3 us against 6.5 at 256 (layer_norm over [16, 12288], H100,
     // kiln tune, warm L2: bench/results/2026-11-28-session21).
-    const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / VectorElements(region, 0) / 4), kMinBlockThreads, 512);
+    const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / RowVector(region, placement) / 4), kMinBlockThreads, 512);
     const int64_t needed = fit.threads;
     fit.threads = fit.on_chip ? std::max(needed, wide) : wide;
     if (fit.split > 1 && fit.on_chip && fit.threads != needed) {

@@ -1,6 +1,7 @@
 #include "passes/fusion/reduce_placement.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -89,6 +90,13 @@ class Placer {
   void FindPicks();
   const Node* SkipViews(const Node* n) const;
   const Node* SquaredDeviationMean(const Node* sq) const;
+  // Folds a row's view through a transpose into through_run: its innermost run and the
+  // strides of its other atoms.
+  void NoteRun(const ViewDim& row) {
+    int64_t g = row.back().extent;
+    for (size_t j = 0; j + 1 < row.size(); ++j) g = std::gcd(g, row[j].stride);
+    out_.through_run = out_.through_run == 0 ? g : std::gcd(out_.through_run, g);
+  }
 
   const Region& r_;
   ReducePlacement& out_;
@@ -295,6 +303,7 @@ absl::Status Placer::Validate() {
     std::optional<StridedView> view = ViewBack(ContiguousView(t), t);
     KILN_CHECK(view.has_value()) << t->name() << " is not a bijective view";
     const ViewDim row = FlattenDims(*view, p.cut[0], p.cut[1]);
+    if (!row.empty()) NoteRun(row);
     if (row.empty() || row.back().stride != 1 || (row.back().extent < kMinContiguousRun && row.size() > 1)) {
       return Unplaceable(absl::StrCat("transpose ", t->name(), " would scatter the row it stores: its innermost run is ",
                                       row.empty() ? 0 : row.back().extent, " elements at stride ",
@@ -349,6 +358,7 @@ absl::Status Placer::Validate() {
     std::optional<StridedView> view = ViewThrough(ContiguousView(x), t);
     KILN_CHECK(view.has_value()) << t->name() << " is not a view of " << x->name();
     const ViewDim row = FlattenDims(*view, p.cut[0], p.cut[1]);
+    if (!row.empty()) NoteRun(row);
     if (row.empty() || row.back().stride != 1 || (row.back().extent < kMinContiguousRun && row.size() > 1)) {
       return Unplaceable(absl::StrCat("transpose ", t->name(), " would reorder the row inside a reduction kernel: ",
                                       "its innermost run is ", row.empty() ? 0 : row.back().extent,
@@ -595,6 +605,10 @@ bool ReducePlacement::IsPairedMax(const Node* n) const {
     if (max == n) return true;
   }
   return false;
+}
+
+int RowVector(const Region& region, const ReducePlacement& placement) {
+  return VectorElements(region, placement.through_run);
 }
 
 absl::StatusOr<ReduceSpace> SpaceOf(const Node* reduction) {

@@ -101,6 +101,10 @@ struct ReducePlacement {
   std::map<const Node*, const Node*> online_mean;
   std::map<const Node*, OneHotPick> picks;
   int levels = 0;          // the deepest reduction level (an online pair shares its max's)
+  // The elements of a row that stay contiguous in every tensor read or stored through a
+  // transpose: the gcd of their innermost runs and the strides between them (0: none such). A
+  // row vector must divide it to be one 16-byte access (RowVector).
+  int64_t through_run = 0;
   RowFit fit;              // row reductions: the on-chip rule's verdict (row_fit.h)
 
   const Placement& Of(const Node* n) const;
@@ -115,6 +119,10 @@ struct ReducePlacement {
   // "online max+sum", "online mean+variance", both, or "" where the region has no pair.
   std::string OnlinePairs() const;
 };
+
+// The row kernel's vector: 16 bytes of the narrowest element (VectorElements), halved until it
+// divides `placement.through_run`. The fit prices it and DefaultParams launches it.
+int RowVector(const Region& region, const ReducePlacement& placement);
 
 // Places the nodes of `region` (its nodes, inputs and outputs set). An error says why the
 // reduction kernels cannot run them, as "rule: reason" (reduce-space, reduce-layout), which

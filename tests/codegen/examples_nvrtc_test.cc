@@ -186,6 +186,8 @@ TEST(ExamplesNvrtcTest, BatchNormStoresThroughItsTransposeUnderEveryCandidate) {
     ASSERT_EQ(r.kind, RegionKind::kRowReduction) << shape;
     ASSERT_EQ(r.outputs.size(), 1u);
     EXPECT_NE(r.reduce->Of(r.outputs[0]).stored_through, nullptr) << shape;
+    // A vector divides the runs of H x W: 8 in runs of 3136, one element in runs of 49.
+    EXPECT_EQ(DefaultParams(r, a.plan.device).vector_width, std::string(shape) == "16,64,56,56" ? 8 : 1) << shape;
     for (const KernelParams& p : CandidateParams(r, a.plan.device)) {
       auto ks = EmitKernel(r, p);
       ASSERT_TRUE(ks.ok()) << ks.status();
