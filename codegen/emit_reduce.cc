@@ -564,6 +564,14 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   for (const Node* red : pl_.reductions) {
     if (pl_.picks.count(red)) notes_.push_back(red->name() + ": one-hot row sum read as one element per row");
   }
+  // Tensors read, and outputs stored, through a transpose (reduce_placement.h).
+  for (const auto& [n, place] : pl_.place) {
+    const Node* t = place.through != nullptr ? place.through : place.stored_through;
+    if (t == nullptr) continue;
+    notes_.push_back(absl::StrCat(n->name(), place.through != nullptr ? " read" : " stored", " through transpose ",
+                                  t->name(), " {perm = [", absl::StrJoin(t->attrs().GetInts("perm"), ", "),
+                                  "]}, in contiguous runs (gcd of their lengths and strides: ", pl_.through_run, " elements)"));
+  }
   std::vector<std::string> accs;
   for (int level = 1; level <= pl_.levels; ++level) accs.push_back(absl::StrCat("Acc", level));
   std::string body = column_ ? absl::StrCat("  static constexpr long long kK = ", N_, ";\n  static constexpr long long kI = ",
