@@ -1,6 +1,8 @@
 // canonicalize: each case states one rewrite; IR text in, CHECK lines out.
 #include "passes/canonicalize.h"
 
+#include "ir/compare.h"
+#include "ir/interpreter.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/testing/filecheck.h"
 
@@ -104,7 +106,7 @@ TEST(CanonicalizeTest, ReductionOverTwoRunsWithALongInnermostRunReadsThroughATra
 // reshapes), and its result is transposed back, so x is read in one layout. A pointwise op
 // that also reads another tensor of x's shape stays where it is.
 TEST(CanonicalizeTest, ANormalisationBesideTransposedStatisticsMovesIntoTheirSpace) {
-  const std::string out = Canon(R"(graph g(x: f16[4,8,6,6], w: f16[8,1,1], r: f16[4,8,6,6]) {
+  const char* text = R"(graph g(x: f16[4,8,6,6], w: f16[8,1,1], r: f16[4,8,6,6]) {
     m: f16[1,8,1,1] = reduce_mean(x) {axes = [0, 2, 3], keep_dims = true}
     d: f16[4,8,6,6] = sub(x, m)
     q: f16[4,8,6,6] = mul(d, d)
@@ -114,7 +116,8 @@ TEST(CanonicalizeTest, ANormalisationBesideTransposedStatisticsMovesIntoTheirSpa
     y: f16[4,8,6,6] = mul(n, w)
     z: f16[4,8,6,6] = add(x, r)
     return y, z
-  })");
+  })";
+  const std::string out = Canon(text);
   EXPECT_TRUE(FileCheck(out, R"(
     CHECK: z: f16[4,8,6,6] = add(x, r)
     CHECK: m.transpose: f16[8,4,6,6] = transpose(x) {perm = [1, 0, 2, 3]}
@@ -126,6 +129,35 @@ TEST(CanonicalizeTest, ANormalisationBesideTransposedStatisticsMovesIntoTheirSpa
     CHECK: y.mul.1: f16[8,4,6,6] = mul(y.mul, y.reshape.3)
     CHECK: y: f16[4,8,6,6] = transpose(y.mul.1) {perm = [1, 0, 2, 3]}
   )")) << out;
+  // The same values, to the bit: the interpreter rounds every op to f16 in either layout. Also
+  // a permutation that is not its own inverse (statistics over axes 0, 3 and 4 of a 5-D tensor:
+  // [1, 2, 0, 3, 4], transposed back by [2, 0, 1, 3, 4]).
+  const char* five = R"(graph g(x: f32[2,3,4,5,8], w: f32[3,4,1,1]) {
+    m: f32[1,3,4,1,1] = reduce_mean(x) {axes = [0, 3, 4], keep_dims = true}
+    d: f32[2,3,4,5,8] = sub(x, m)
+    q: f32[2,3,4,5,8] = mul(d, d)
+    v: f32[1,3,4,1,1] = reduce_mean(q) {axes = [0, 3, 4], keep_dims = true}
+    n: f32[2,3,4,5,8] = mul(d, v)
+    y: f32[2,3,4,5,8] = add(n, w)
+    return y
+  })";
+  EXPECT_TRUE(FileCheck(Canon(five), "CHECK: y: f32[2,3,4,5,8] = transpose(y.add) {perm = [2, 0, 1, 3, 4]}"));
+  for (const char* graph : {text, five}) {
+    auto before = Parse(graph);
+    auto after = Parse(graph);
+    ASSERT_TRUE(before && after);
+    Canonicalize pass;
+    ASSERT_TRUE(RunPass(pass, *after));
+    const std::map<std::string, Tensor> inputs = RandomInputs(*before, 7);
+    auto want = Interpret(*before, inputs);
+    auto got = Interpret(*after, inputs);
+    ASSERT_TRUE(want.ok() && got.ok()) << want.status() << got.status();
+    ASSERT_EQ(want->size(), got->size());
+    for (size_t i = 0; i < want->size(); ++i) {
+      Comparison c = Compare((*got)[i], (*want)[i], Tolerance{0, 0});
+      EXPECT_TRUE(c.ok()) << "output " << i << ": " << c.ToString() << "\n" << PrintGraph(*after);
+    }
+  }
 }
 
 TEST(CanonicalizeTest, SoftmaxAxisIsNormalised) {
