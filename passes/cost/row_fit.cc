@@ -500,14 +500,17 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     fit.threads = std::min(fit.threads, max_threads);
     fit.on_chip = PerThread(n, fit.row_inputs, fit.threads) <= kRowCacheFloatsPerThread;
     // The block the kernel runs (codegen/kernel_params.cc takes it from here): about four
-    // vectors per thread, at least the threads the cache needs, at most 512 (at 1024 the
+    // 16-byte vectors' worth per thread, whatever the vector the row's runs allow (rows of runs
+    // of 7 x 7 bf16, one element an access: 128 threads took 11.4 us against 13.3 at the 256
+    // that four such accesses a thread gave; bench/results/2026-11-29-session32, run 1), at
+    // least the threads the cache needs, at most 512 (at 1024 the
     // unrolled online loop spills on sm_90, and 48 registers besides a cache leave none);
     // a split row's blocks all resident, so at most 512 too. A split row's share takes the same
     // rule where the model prices it no dearer than the fewest threads that hold the share (the
     // wider block's registers may leave one block per SM): 128 threads for shares of 4096 f32
     // split over 3 blocks took 7.3 us against 6.5 at 256 (layer_norm over [16, 12288], H100,
     // kiln tune, warm L2: bench/results/2026-11-28-session21).
-    const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / RowVector(region, placement) / 4), kMinBlockThreads, 512);
+    const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / VectorElements(region, 0) / 4), kMinBlockThreads, 512);
     const int64_t needed = fit.threads;
     fit.threads = fit.on_chip ? std::max(needed, wide) : wide;
     if (fit.split > 1 && fit.on_chip && fit.threads != needed) {

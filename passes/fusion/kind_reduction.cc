@@ -88,6 +88,11 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   const int64_t rows = placement.space.outer;
   e.blocks = fit.split > 1 ? rows * fit.split : (rows + fit.rows_per_block - 1) / fit.rows_per_block;
   const int64_t threads = fit.block;
+  // Tensors read or stored through a transpose divide the row index on every access, once per
+  // vector: a row of runs of 7 x 7 bf16 elements takes one element an access (batch norm over
+  // [32, 2048, 7, 7]: 13.3 us measured, 6.0 predicted without them; bench/results/2026-11-29-session32).
+  e.index_ops = static_cast<double>(placement.through_index_ops) * static_cast<double>(rows * placement.space.reduced) /
+                std::max(RowVector(region, placement), 1);
   FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm), 1, e);
   // The blocks of a split row merge their partials (and wait for the merge, where they use it).
   const double waves = WaitingWaves(device, fit, e.blocks, threads, e);

@@ -90,12 +90,24 @@ class Placer {
   void FindPicks();
   const Node* SkipViews(const Node* n) const;
   const Node* SquaredDeviationMean(const Node* sq) const;
-  // Folds a row's view through a transpose into through_run: its innermost run and the
-  // strides of its other atoms.
-  void NoteRun(const ViewDim& row) {
-    int64_t g = row.back().extent;
-    for (size_t j = 0; j + 1 < row.size(); ++j) g = std::gcd(g, row[j].stride);
-    out_.through_run = out_.through_run == 0 ? g : std::gcd(out_.through_run, g);
+  // A row's view through a transpose (read through it, or stored through it): folded into
+  // through_run (its innermost run and the strides of its other atoms) and index_ops (each
+  // access divides the row index by every atom but the outermost: a quotient and a remainder
+  // each). Refused, as `what` followed by the run, unless the row comes in runs of contiguous
+  // elements long enough for a warp's accesses to stay coalesced.
+  absl::Status NoteRun(const ViewDim& row, const std::string& what) {
+    if (!row.empty()) {
+      int64_t g = row.back().extent;
+      for (size_t j = 0; j + 1 < row.size(); ++j) g = std::gcd(g, row[j].stride);
+      out_.through_run = out_.through_run == 0 ? g : std::gcd(out_.through_run, g);
+      out_.through_index_ops += 2 * static_cast<int>(row.size() - 1);
+    }
+    if (!row.empty() && row.back().stride == 1 && (row.back().extent >= kMinContiguousRun || row.size() == 1)) {
+      return absl::OkStatus();
+    }
+    return Unplaceable(absl::StrCat(what, ": its innermost run is ", row.empty() ? 0 : row.back().extent,
+                                    " elements at stride ", row.empty() ? 0 : row.back().stride),
+                       "reduce-layout");
   }
 
   const Region& r_;
@@ -302,14 +314,8 @@ absl::Status Placer::Validate() {
     // Stored in runs of contiguous elements along the row, as a read through a transpose is.
     std::optional<StridedView> view = ViewBack(ContiguousView(t), t);
     KILN_CHECK(view.has_value()) << t->name() << " is not a bijective view";
-    const ViewDim row = FlattenDims(*view, p.cut[0], p.cut[1]);
-    if (!row.empty()) NoteRun(row);
-    if (row.empty() || row.back().stride != 1 || (row.back().extent < kMinContiguousRun && row.size() > 1)) {
-      return Unplaceable(absl::StrCat("transpose ", t->name(), " would scatter the row it stores: its innermost run is ",
-                                      row.empty() ? 0 : row.back().extent, " elements at stride ",
-                                      row.empty() ? 0 : row.back().stride),
-                         "reduce-layout");
-    }
+    KILN_RETURN_IF_ERROR(NoteRun(FlattenDims(*view, p.cut[0], p.cut[1]),
+                                 absl::StrCat("transpose ", t->name(), " would scatter the row it stores")));
     out_.place[t] = p;
   }
   for (const Node* n : all) {
@@ -357,14 +363,9 @@ absl::Status Placer::Validate() {
     // coalesced; a transpose that strides the row's innermost axis is a column reduction's job.
     std::optional<StridedView> view = ViewThrough(ContiguousView(x), t);
     KILN_CHECK(view.has_value()) << t->name() << " is not a view of " << x->name();
-    const ViewDim row = FlattenDims(*view, p.cut[0], p.cut[1]);
-    if (!row.empty()) NoteRun(row);
-    if (row.empty() || row.back().stride != 1 || (row.back().extent < kMinContiguousRun && row.size() > 1)) {
-      return Unplaceable(absl::StrCat("transpose ", t->name(), " would reorder the row inside a reduction kernel: ",
-                                      "its innermost run is ", row.empty() ? 0 : row.back().extent,
-                                      " elements at stride ", row.empty() ? 0 : row.back().stride, " of ", x->name()),
-                         "reduce-layout");
-    }
+    KILN_RETURN_IF_ERROR(NoteRun(FlattenDims(*view, p.cut[0], p.cut[1]),
+                                 absl::StrCat("transpose ", t->name(), " would reorder the row of ", x->name(),
+                                              " inside a reduction kernel")));
     p.through = t;
     out_.place[x] = p;
   }

@@ -105,6 +105,9 @@ struct ReducePlacement {
   // transpose: the gcd of their innermost runs and the strides between them (0: none such). A
   // row vector must divide it to be one 16-byte access (RowVector).
   int64_t through_run = 0;
+  // The divisions (quotients and remainders by a constant) the row's index pays per access of
+  // those tensors, over all of them: the row kernel's index arithmetic (PriceRow).
+  int through_index_ops = 0;
   RowFit fit;              // row reductions: the on-chip rule's verdict (row_fit.h)
 
   const Placement& Of(const Node* n) const;

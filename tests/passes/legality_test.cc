@@ -3,6 +3,7 @@
 #include <algorithm>
 #include "passes/fusion/legality.h"
 
+#include "passes/cost/cost_model.h"
 #include "passes/fusion/matmul_epilogue.h"
 #include "passes/fusion/reduce_placement.h"
 
@@ -343,6 +344,21 @@ TEST(LegalityTest, ARowKernelStoresItsResultThroughATranspose) {
   EXPECT_EQ(row.outputs[0], y);
   Plan scattered = PlanText(absl::StrFormat(text, 2));
   EXPECT_GT(scattered.plan.num_kernels(), 1);
+
+  // Both tensors divide the row index once per access (a quotient and a remainder by H x W):
+  // once per 8-element vector in runs of 28 x 28, once per element in runs of 7 x 7 (at the
+  // zoo's [32, 2048, 7, 7] the index arithmetic, not the bytes, sets the price).
+  for (const int hw : {28, 7}) {
+    Plan q = PlanText(absl::StrFormat(text, hw));
+    ASSERT_EQ(q.plan.num_kernels(), 1) << hw;
+    const Region& r = q.plan.regions[0];
+    EXPECT_EQ(r.reduce->through_index_ops, 4) << hw;
+    const int vector = hw == 28 ? 8 : 1;
+    EXPECT_EQ(RowVector(r, *r.reduce), vector) << hw;
+    const RunTimeEstimate e = EstimateRunTime(r, H100Spec());
+    EXPECT_DOUBLE_EQ(e.index_ops, 4.0 * 64 * 8 * hw * hw / vector) << hw;
+    EXPECT_GE(e.compute_us, e.index_ops / H100Spec().index_ops_per_us) << hw << ": " << e.ToString();
+  }
 }
 
 // A reshape that only leaves the kernel keeps every element's linear index, so it is stored as

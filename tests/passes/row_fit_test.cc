@@ -440,6 +440,30 @@ TEST(RowFitTest, ASplitRowShareGetsAboutFourVectorsAThread) {
   EXPECT_EQ(few.region.reduce->fit.threads, 256) << few.region.reduce->fit.reason;
 }
 
+// The block counts a thread's bytes, not its accesses: a batch norm row read and stored through
+// its transpose in runs of H x W takes the vector the runs allow (one bf16 element in runs of
+// 7 x 7, four in 14 x 14), yet gets the threads that four 16-byte vectors each would give.
+TEST(RowFitTest, ARowOfNarrowAccessesGetsAboutFourVectorsWorthAThread) {
+  for (const int hw : {7, 14}) {
+    Row r = WholeGraph(absl::StrFormat(R"(graph g(x: bf16[32,2048,%1$d,%1$d]) {
+      t: bf16[2048,32,%1$d,%1$d] = transpose(x) {perm = [1, 0, 2, 3]}
+      m: bf16[2048,1,1,1] = reduce_mean(t) {axes = [1, 2, 3], keep_dims = true}
+      d: bf16[2048,32,%1$d,%1$d] = sub(t, m)
+      q: bf16[2048,32,%1$d,%1$d] = mul(d, d)
+      v: bf16[2048,1,1,1] = reduce_mean(q) {axes = [1, 2, 3], keep_dims = true}
+      r: bf16[2048,1,1,1] = rsqrt(v)
+      n: bf16[2048,32,%1$d,%1$d] = mul(d, r)
+      y: bf16[32,2048,%1$d,%1$d] = transpose(n) {perm = [1, 0, 2, 3]}
+      return y
+    })", hw));
+    ASSERT_TRUE(r.region.reduce) << hw;
+    EXPECT_EQ(RowVector(r.region, *r.region.reduce), hw == 7 ? 1 : 4) << hw;
+    const RowFit& fit = r.region.reduce->fit;
+    EXPECT_EQ(fit.threads, 128) << hw << ": " << fit.reason;  // 32 x hw^2 / 8 / 4 rounded down, at least 128
+    EXPECT_EQ(DefaultParams(r.region, H100Spec()).block_size, 128) << hw;
+  }
+}
+
 // A cached column tile's registers are its values plus 16 + 4 x vector (ptxas): softmax over
 // axis 1 of [8, 1024, 512] f32 is then not split over 16 blocks a tile (23.9 us) but kept in
 // one 512-thread block a tile (14.7 us; H200, L2 flushed, bench/results/2026-11-28-session21).
