@@ -500,26 +500,36 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     fit.threads = std::min(fit.threads, max_threads);
     fit.on_chip = PerThread(n, fit.row_inputs, fit.threads) <= kRowCacheFloatsPerThread;
     // The block the kernel runs (codegen/kernel_params.cc takes it from here): about four
-    // 16-byte vectors' worth per thread, whatever the vector the row's runs allow (rows of runs
-    // of 7 x 7 bf16, one element an access: 128 threads took 11.4 us against 13.3 at the 256
-    // that four such accesses a thread gave; bench/results/2026-11-29-session32, run 1), at
-    // least the threads the cache needs, at most 512 (at 1024 the
-    // unrolled online loop spills on sm_90, and 48 registers besides a cache leave none);
-    // a split row's blocks all resident, so at most 512 too. A split row's share takes the same
-    // rule where the model prices it no dearer than the fewest threads that hold the share (the
-    // wider block's registers may leave one block per SM): 128 threads for shares of 4096 f32
-    // split over 3 blocks took 7.3 us against 6.5 at 256 (layer_norm over [16, 12288], H100,
-    // kiln tune, warm L2: bench/results/2026-11-28-session21).
-    const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / VectorElements(region, 0) / 4), kMinBlockThreads, 512);
+    // 16-byte vectors' worth per thread, at least the threads the cache needs, at most 512 (at
+    // 1024 the unrolled online loop spills on sm_90, and 48 registers besides a cache leave
+    // none); a split row's blocks all resident, so at most 512 too. Where the row's runs allow
+    // only narrower accesses (RowVector), the threads four such accesses each would give
+    // where the model prices them cheaper (few rows: fewer threads leave the SMs' bandwidth
+    // undrawn); else the bytes' count (rows of runs of 7 x 7 bf16, one element an access, 2048
+    // rows: 128 threads took 11.4 us against 13.3 at 256; bench/results/2026-11-29-session32,
+    // run 1). A split row's share takes the same rule where the model prices it no dearer than
+    // the fewest threads that hold the share (the wider block's registers may leave one block
+    // per SM): 128 threads for shares of 4096 f32 split over 3 blocks took 7.3 us against 6.5
+    // at 256 (layer_norm over [16, 12288], H100, kiln tune, warm L2:
+    // bench/results/2026-11-28-session21).
     const int64_t needed = fit.threads;
-    fit.threads = fit.on_chip ? std::max(needed, wide) : wide;
-    if (fit.split > 1 && fit.on_chip && fit.threads != needed) {
-      auto price_at = [&](int64_t threads) {
-        return LaunchPrice(device, row_bytes, 0, rows * fit.split, threads, fit.split, placement.levels,
-                           PerThread(n, fit.row_inputs, threads) + kBaseRegisters, 0, row_outputs, fit.split_waits, 0,
-                           SplitInCluster(device, fit.split, fit.split_waits));
-      };
-      if (price_at(needed) < price_at(fit.threads)) fit.threads = needed;
+    auto price_at = [&](int64_t threads) {
+      const int64_t cached = fit.on_chip ? PerThread(n, fit.row_inputs, threads) : 0;
+      return LaunchPrice(device, row_bytes, 0, rows * fit.split, threads, fit.split, placement.levels,
+                         cached + kBaseRegisters, 0, fit.on_chip && row_outputs, fit.split_waits, 0,
+                         SplitInCluster(device, fit.split, fit.split_waits));
+    };
+    auto wide_for = [&](int vector) {
+      const int64_t wide = std::clamp<int64_t>(RoundDownPow2(n / vector / 4), kMinBlockThreads, 512);
+      return fit.on_chip ? std::max(needed, wide) : wide;
+    };
+    fit.threads = wide_for(VectorElements(region, 0));
+    if (const int64_t narrow = wide_for(RowVector(region, placement));
+        narrow > fit.threads && price_at(narrow) < price_at(fit.threads)) {
+      fit.threads = narrow;
+    }
+    if (fit.split > 1 && fit.on_chip && fit.threads != needed && price_at(needed) < price_at(fit.threads)) {
+      fit.threads = needed;
     }
     fit.per_thread = PerThread(n, fit.row_inputs, fit.threads);
     fit.block = fit.threads;
