@@ -433,8 +433,8 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (p.chunk > 0) p.chunk = StreamedChunk(lanes, p.vector_width);
     add(p);
   }
-  if (d.chunk > 0) {  // 4 and 8 vectors in flight per thread in the streamed loop (its most: 8)
-    for (int unroll : {4, 8}) {
+  if (d.chunk > 0) {  // 2, 4 and 8 vectors in flight per thread in the streamed loop (its most: 8)
+    for (int unroll : {2, 4, 8}) {
       KernelParams p = d;
       p.chunk = static_cast<int64_t>(g) * d.vector_width * unroll;
       add(p);
