@@ -503,15 +503,15 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     // 16-byte vectors' worth per thread, at least the threads the cache needs, at most 512 (at
     // 1024 the unrolled online loop spills on sm_90, and 48 registers besides a cache leave
     // none); a split row's blocks all resident, so at most 512 too. Where the row's runs allow
-    // only narrower accesses (RowVector), the threads four such accesses each would give
-    // where the model prices them cheaper (few rows: fewer threads leave the SMs' bandwidth
-    // undrawn); else the bytes' count (rows of runs of 7 x 7 bf16, one element an access, 2048
-    // rows: 128 threads took 11.4 us against 13.3 at 256; bench/results/2026-11-29-session32,
-    // run 1). A split row's share takes the same rule where the model prices it no dearer than
-    // the fewest threads that hold the share (the wider block's registers may leave one block
-    // per SM): 128 threads for shares of 4096 f32 split over 3 blocks took 7.3 us against 6.5
-    // at 256 (layer_norm over [16, 12288], H100, kiln tune, warm L2:
-    // bench/results/2026-11-28-session21).
+    // only narrower accesses (RowVector), the count stays in bytes (rows of runs of 7 x 7 bf16,
+    // one element an access, 2048 rows: 128 threads took 11.4 us against 13.3 at 256;
+    // bench/results/2026-11-29-session32, runs 1 and 5) unless the model prices the threads
+    // four narrow accesses each would give cheaper (few rows: fewer threads leave the SMs'
+    // bandwidth undrawn; 96 rows: 256 threads, 4.9 us). A split row's share takes the same
+    // rule where the model prices it no dearer than the fewest threads that hold the share (the
+    // wider block's registers may leave one block per SM): 128 threads for shares of 4096 f32
+    // split over 3 blocks took 7.3 us against 6.5 at 256 (layer_norm over [16, 12288], H100,
+    // kiln tune, warm L2: bench/results/2026-11-28-session21).
     const int64_t needed = fit.threads;
     auto price_at = [&](int64_t threads) {
       const int64_t cached = fit.on_chip ? PerThread(n, fit.row_inputs, threads) : 0;

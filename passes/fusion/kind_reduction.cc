@@ -89,8 +89,10 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   e.blocks = fit.split > 1 ? rows * fit.split : (rows + fit.rows_per_block - 1) / fit.rows_per_block;
   const int64_t threads = fit.block;
   // Tensors read or stored through a transpose divide the row index on every access, once per
-  // vector: a row of runs of 7 x 7 bf16 elements takes one element an access (batch norm over
-  // [32, 2048, 7, 7]: 13.3 us measured, 6.0 predicted without them; bench/results/2026-11-29-session32).
+  // vector (one read or store of each element: a streamed row's extra passes are not counted):
+  // a row of runs of 7 x 7 bf16 elements takes one element an access (batch norm over
+  // [32, 2048, 7, 7]: 13.3 us measured, 6.0 predicted without them, 9.8 with them, at the
+  // pointwise kernels' rate though its divisions are 32-bit; bench/results/2026-11-29-session32).
   e.index_ops = static_cast<double>(placement.through_index_ops) * static_cast<double>(rows * placement.space.reduced) /
                 std::max(RowVector(region, placement), 1);
   FinishEstimate(device, device.f32_flops_per_us, DrawnBandwidth(device, e.blocks, threads, fit.blocks_per_sm), 1, e);
