@@ -278,6 +278,8 @@ def zoo():
           "attention pooling over the sequence axis, 16 MiB", cliff=True),
         W("softmax", one_op("softmax_classes_nchw_f16", "softmax", "f16", [8, 21, 512, 512], axis=1),
           "segmentation over 21 classes (axis 1 of NCHW)"),
+        W("softmax", one_op("softmax_axis1_frames_f32", "softmax", "f32", [32, 3000, 96], axis=1),
+          "over 3000 frames of 96 features: a column tile split over blocks", cliff=True),
         # Norms over the last axis and over others.
         W("norm", norm("layer_norm_5120_bf16", "layer_norm", "bf16", [8192, 5120]), "hidden 5120 (Llama-13B)"),
         W("norm", norm("rms_norm_8192_bf16", "rms_norm", "bf16", [4096, 8192]), "hidden 8192 (Llama-70B)"),

@@ -312,7 +312,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       KernelParams p = d;
       p.tile_n = d.tile_n * 2;
       p.split = std::min<int64_t>({d.split * 2, std::max<int64_t>(space.reduced / 8, 1), most_split});
-      p.cluster = d.cluster && p.split <= kMaxClusterBlocks;
+      p.cluster = d.cluster && p.split <= kMaxColumnClusterBlocks;
       if (p.block_size % p.tile_n == 0) add(p);
     }
     // Narrower tiles (4 lanes at the least: 64 bytes of a row), each with the block's threads,
@@ -378,9 +378,9 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     ring.smem = true;
     if (space.inner % d.vector_width == 0) add(ring);  // a ragged vector is not copied raw
     // Waiting blocks as one thread-block cluster (or, where the default is one, through global
-    // memory): at the same split, half, and the largest cluster.
-    for (int split : {d.split, d.split / 2, kMaxClusterBlocks}) {
-      if (!SplitInCluster(device, split, waits) || space.reduced < split) continue;
+    // memory): at the same split, half, and the largest column cluster.
+    for (int split : {d.split, d.split / 2, kMaxColumnClusterBlocks}) {
+      if (!SplitInCluster(device, split, waits, kMaxColumnClusterBlocks) || space.reduced < split) continue;
       KernelParams p = d;
       p.split = split;
       p.cluster = !d.cluster || split != d.split;

@@ -243,8 +243,12 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
           const int passes = cached ? 1 : streamed_passes;
           const bool waits = SplitBlocksWait(placement.levels, full_outputs);
           const int64_t registers = ColumnRegisters(cached ? per_thread : 0, vector, fit.row_inputs, placement);
+          // A cached tile that stores its columns loads, reduces and stores in turn, as a row
+          // block does (LonePhaseUs): softmax over axis 1 of [8, 1024, 512] f32, 128 tiles of
+          // 512 threads alone on their SMs 14.8 us, 256 tiles of 256 threads two an SM 12.9
+          // (H200, kiln tune: bench/results/2026-11-29-session33, run 1).
           const double launch = LaunchPrice(device, bytes + passes * waste, (passes - 1) * row_bytes, tiles * split, block, split,
-                                            placement.levels, registers, 0, false, waits, threads, false, worth);
+                                            placement.levels, registers, 0, cached && full_outputs, waits, threads, false, worth);
           const double price = std::max(
               launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split,
                                     BlocksPerSm(device, block, registers, 0, 1024 / block)));
@@ -268,7 +272,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   // The split is chosen as merged through global memory, then run as one cluster where it can
   // be: pricing the cluster into the choice took softmax over the middle axis of [8, 1024, 512]
   // f32 from 16 blocks per tile (23.6 us) to a cluster of 8 (26.8 us; H100, L2 flushed).
-  fit.cluster = SplitInCluster(device, fit.split, fit.split_waits);
+  fit.cluster = SplitInCluster(device, fit.split, fit.split_waits, kMaxColumnClusterBlocks);
   fit.online_max_sum = !placement.online_max.empty();
   const int64_t tiles = space.outer * ((I + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
   fit.reason = absl::StrFormat(

@@ -18,6 +18,7 @@
 #ifndef KILN_PASSES_COST_ROW_FIT_H_
 #define KILN_PASSES_COST_ROW_FIT_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -121,8 +122,17 @@ double ColumnThreadWorth(int vector, int64_t inner);
 // over 16 rows of 12288 f32 split over 3 blocks took 12.4 us merging through global memory and
 // 7.9 us as a cluster; softmax over 256 rows of 151936 bf16 (4 blocks, shared memory) 86.7 and
 // 77.8 us; log_softmax over 9 rows of 50257 f32 (7 blocks) 9.1 and 7.3 us.
-inline bool SplitInCluster(const DeviceSpec& device, int64_t split, bool split_waits) {
-  return device.clusters && split_waits && split >= 2 && split <= kMaxClusterBlocks;
+//
+// A column tile's split is a cluster of at most kMaxColumnClusterBlocks: softmax over axis 1 of
+// [32, 3000, 96], [64, 8192, 16] and [32, 3000, 16] f32 (shapes no kernel was tuned on) split
+// over 8 blocks took 71.6, 41.0 and 20.0 us as a cluster against 33.2, 32.5 and 13.9 through
+// global memory, where 4 blocks as a cluster took 33.9, 30.5 and 12.8 (H200, kiln tune, L2
+// flushed: bench/results/2026-11-29-session33, run 4); no column cluster of 8 timed since
+// session 19 came within 2x of the fastest candidate.
+inline constexpr int kMaxColumnClusterBlocks = 4;
+inline bool SplitInCluster(const DeviceSpec& device, int64_t split, bool split_waits,
+                           int most = kMaxClusterBlocks) {
+  return device.clusters && split_waits && split >= 2 && split <= std::min(most, kMaxClusterBlocks);
 }
 
 // Whether the blocks of a split row (column tile) wait for the merged partials: only where they

@@ -118,6 +118,29 @@ TEST(KernelParamsTest, SmallColumnBlocksOnlyForManyTiles) {
   })"), 128);
 }
 
+// A column tile split over more than kMaxColumnClusterBlocks merges through global memory, and
+// no candidate runs such a split as a cluster: softmax over axis 1 of [32, 3000, 96] f32 split
+// over 8 blocks took 71.6 us as a cluster, 33.2 through global memory and 33.9 as a cluster of
+// 4 (H200, kiln tune: bench/results/2026-11-29-session33, run 4).
+TEST(KernelParamsTest, AColumnClusterHoldsAtMostFourBlocks) {
+  Analysis a = testing_codegen::AnalyzeText(R"(graph g(x: f32[32,3000,96]) {
+    y: f32[32,3000,96] = softmax(x) {axis = 1}
+    return y
+  })");
+  const Region* r = testing_codegen::KernelRegions(a.plan).at(0);
+  ASSERT_EQ(r->kind, RegionKind::kColumnReduction);
+  ASSERT_TRUE(a.plan.device.clusters);
+  const KernelParams d = DefaultParams(*r, a.plan.device);
+  EXPECT_GT(d.split, kMaxColumnClusterBlocks) << d.ToString();
+  EXPECT_FALSE(d.cluster) << d.ToString();
+  bool small_cluster = false;
+  for (const KernelParams& p : CandidateParams(*r, a.plan.device)) {
+    EXPECT_FALSE(p.cluster && p.split > kMaxColumnClusterBlocks) << p.ToString();
+    small_cluster |= p.cluster;
+  }
+  EXPECT_TRUE(small_cluster) << "a cluster of at most four blocks stays a candidate";
+}
+
 // A region that stages a transposed read: the default is the tiled kernel's DefaultTile (the
 // tile the cost model prices), the candidates are valid tiles of it plus the plain kernel, and
 // the tile is part of the params' string and hash (it names kernels and keys caches).
