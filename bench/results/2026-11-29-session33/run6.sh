@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Session 33 run 6: the whole zoo (63 workloads) on the final build, --check (kiln against the
+# interpreter), torch eager and torch.compile in the same process, L2 flushed.
+export LD_LIBRARY_PATH=$PWD/.carry/bundle/lib:/usr/local/cuda/lib64 PYTHONPATH=$PWD/python:$PWD/bench KILN_SOURCE_DIR=$PWD
+export TORCHINDUCTOR_COMPILE_THREADS=16 KILN_CACHE_DIR=/tmp/kc
+[ -e .carry/bundle/lib/libkiln.so.0.1 ] || ln -s libkiln.so .carry/bundle/lib/libkiln.so.0.1
+start=$(date +%s); mkdir -p $OUT/r
+timeout 570 python3 bench/zoo.py --kiln .carry/gb/bin/kiln --no-tune --check --json $OUT/r/zoo.json > $OUT/r/zoo.txt 2>&1
+echo "zoo rc=$? at $(( $(date +%s) - start )) s"; grep -E "^zoo:|regions measured|problem" $OUT/r/zoo.txt | cut -c1-400
+tar czf $OUT/r.tgz -C $OUT r && rm -rf $OUT/r
