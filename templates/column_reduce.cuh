@@ -205,8 +205,9 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
       }
       ColumnMerge<Shape>(body, acc, smem, ti);
       if constexpr (Shape::kCluster) {
-        ClusterMerge<Shape::kSplit>(body, acc, cluster_slots + (L - 1) * Shape::kLanesI * Body::kExchangeWords, ti,
-                                    tk == 0);
+        ClusterMerge<Shape::kSplit, Shape::kLanesI, Shape::kBlock>(
+            body, acc, cluster_slots + (L - 1) * Shape::kLanesI * Body::kExchangeWords,
+            cluster_slots + Body::kLevels * Shape::kLanesI * Body::kExchangeWords, ti, tk == 0);
       } else if constexpr (Shape::kSplit > 1) {
         constexpr long long kLevelWords = (Shape::kSplit + 1) * Shape::kLanesI * Body::kExchangeWords;
         const SplitSync sync{barrier, slots + (L - 1) * kLevelWords,
@@ -247,7 +248,9 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
   constexpr long long kTiles = (Body::kI + Shape::kTileI - 1) / Shape::kTileI;
   extern __shared__ __align__(16) char ring[];  // kRing: the streamed rows in flight
   __shared__ unsigned smem[Shape::kBlock / 32 * Shape::kLanesI * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];
-  __shared__ unsigned cluster_slots[Shape::kCluster ? Body::kLevels * Shape::kLanesI * Body::kExchangeWords : 1];
+  // With kCluster: each level's exchange slots, then ClusterMerge's stage.
+  __shared__ unsigned
+      cluster_slots[Shape::kCluster ? (Body::kLevels + Shape::kSplit) * Shape::kLanesI * Body::kExchangeWords : 1];
   const int ti = threadIdx.x % Shape::kLanesI, tk = threadIdx.x / Shape::kLanesI;
   const int split = static_cast<int>(blockIdx.x % Shape::kSplit);
   const long long tile_blocks = gridDim.x / Shape::kSplit;

@@ -386,23 +386,39 @@ __device__ __forceinline__ unsigned ClusterLoad(const unsigned* local, unsigned 
 }
 
 // `slots`: this block's shared words for one level, kExchangeWords per lane (a row has one
-// lane; a column tile kLanesI). The threads with `publish` write their lane's accumulator; every
-// thread gets its lane's merged result.
-template <int kSplit, class Body, class Acc>
-__device__ __forceinline__ void ClusterMerge(const Body& body, Acc& a, unsigned* slots, int lane, bool publish) {
+// lane; a column tile kLanes). The threads with `publish` write their lane's accumulator; every
+// thread gets its lane's merged result. Each word of every rank's slots crosses the cluster
+// once: the block's threads read them into `stage` (kSplit x kLanes x the accumulator's words of
+// this block's shared memory), then each thread merges its lane's kSplit accumulators from there
+// in rank order, so every block computes the same bits. (Every thread reading all of its lane's
+// ranks itself cost a column tile split 8 ways 64 distributed-shared-memory loads a thread, the
+// same words for the 32 threads of a lane: softmax over axis 1 of [32, 3000, 96] f32 took 71.6
+// us as such a cluster and 35.9 reading each word once; rows were level or faster, softmax over
+// 256 rows of 151936 bf16 57.7 -> 56.4 us; H200, bench/results/2026-11-29-session33, runs 4 and
+// 7.) The next use of `stage` comes after the next cluster barrier, which every thread reaches
+// only once it has merged.
+template <int kSplit, int kLanes, int kBlock, class Body, class Acc>
+__device__ __forceinline__ void ClusterMerge(const Body& body, Acc& a, unsigned* slots, unsigned* stage, int lane,
+                                             bool publish) {
   constexpr int kWords = AccWords<Acc>::kCount;
-  unsigned* slot = slots + lane * Body::kExchangeWords;
-  if (publish) memcpy(slot, &a, sizeof(Acc));
+  constexpr int kTotal = kSplit * kLanes * kWords;
+  if (publish) memcpy(slots + lane * Body::kExchangeWords, &a, sizeof(Acc));
   ClusterSync();
+#pragma unroll
+  for (int j = 0; j < (kTotal + kBlock - 1) / kBlock; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * kBlock;
+    if (kTotal % kBlock == 0 || i < kTotal) {
+      const int rank = i / (kLanes * kWords), word = i % (kLanes * kWords);
+      stage[i] = ClusterLoad(slots + (word / kWords) * Body::kExchangeWords + word % kWords, static_cast<unsigned>(rank));
+    }
+  }
+  __syncthreads();
   Acc m;
   body.Init(m);
 #pragma unroll
   for (int rank = 0; rank < kSplit; ++rank) {
-    unsigned w[kWords];
-#pragma unroll
-    for (int i = 0; i < kWords; ++i) w[i] = ClusterLoad(slot + i, static_cast<unsigned>(rank));
     Acc o;
-    memcpy(&o, w, sizeof(Acc));
+    memcpy(&o, stage + (rank * kLanes + lane) * kWords, sizeof(Acc));
     body.Merge(m, o);
   }
   a = m;
@@ -648,7 +664,8 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
     ForRow<Body, Shape, L == FirstPassLevel<Body>()>(body, span, r, t, cache, StepPass<Body, Acc>{body, row, acc, r});
     GroupMerge<Shape::kThreadsPerRow, Shape::kBlock>(body, acc, smem);
     if constexpr (Shape::kCluster) {
-      ClusterMerge<Shape::kSplit>(body, acc, cluster_slots + (L - 1) * Body::kExchangeWords, 0, threadIdx.x == 0);
+      ClusterMerge<Shape::kSplit, 1, Shape::kBlock>(body, acc, cluster_slots + (L - 1) * Body::kExchangeWords,
+                                     cluster_slots + Body::kLevels * Body::kExchangeWords, 0, threadIdx.x == 0);
     } else if constexpr (Shape::kSplit > 1) {
       const SplitSync sync{barrier, slots + (L - 1) * (Shape::kSplit + 1) * Body::kExchangeWords,
                            slots + ((L - 1) * (Shape::kSplit + 1) + Shape::kSplit) * Body::kExchangeWords};
@@ -703,7 +720,8 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
   constexpr int kT = Shape::kThreadsPerRow;
   constexpr int kSmemWords = 32 * (Body::kExchangeWords > 2 ? Body::kExchangeWords : 2);
   __shared__ unsigned smem[kSmemWords];
-  __shared__ unsigned cluster_slots[Shape::kCluster ? Body::kLevels * Body::kExchangeWords : 1];
+  // With kCluster: each level's exchange slots, then ClusterMerge's stage.
+  __shared__ unsigned cluster_slots[Shape::kCluster ? (Body::kLevels + Shape::kSplit) * Body::kExchangeWords : 1];
   extern __shared__ __align__(16) char shared_cache[];  // kSharedCache: the row share
   const int t = threadIdx.x % kT;
   const int group = threadIdx.x / kT;

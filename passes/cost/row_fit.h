@@ -123,12 +123,15 @@ double ColumnThreadWorth(int vector, int64_t inner);
 // 7.9 us as a cluster; softmax over 256 rows of 151936 bf16 (4 blocks, shared memory) 86.7 and
 // 77.8 us; log_softmax over 9 rows of 50257 f32 (7 blocks) 9.1 and 7.3 us.
 //
-// A column tile's split is a cluster of at most kMaxColumnClusterBlocks: softmax over axis 1 of
-// [32, 3000, 96], [64, 8192, 16] and [32, 3000, 16] f32 (shapes no kernel was tuned on) split
-// over 8 blocks took 71.6, 41.0 and 20.0 us as a cluster against 33.2, 32.5 and 13.9 through
-// global memory, where 4 blocks as a cluster took 33.9, 30.5 and 12.8 (H200, kiln tune, L2
-// flushed: bench/results/2026-11-29-session33, run 4); no column cluster of 8 timed since
-// session 19 came within 2x of the fastest candidate.
+// A column tile's split is a cluster of at most kMaxColumnClusterBlocks. Softmax over axis 1 of
+// [32, 3000, 96], [64, 8192, 16] and [32, 3000, 16] f32 (shapes no kernel was tuned on), split
+// over 8 blocks (H200, kiln tune, L2 flushed: bench/results/2026-11-29-session33, runs 4 and 7):
+// through global memory 33.2, 32.5 and 13.9 us; as a cluster of 8, 71.6, 41.0 and 20.0 while
+// ClusterMerge had every thread read every rank's slots, 35.9, 31.6 and 11.9 once it read each
+// word once; as a cluster of 4, 30.4, 29.8 and 15.2. No size wins everywhere, but the model
+// does not price what a cluster of 8 costs a column tile (clusters of 5 to 8 leave 6-23% of the
+// SMs' block slots empty, run 2): it predicted 23.9 us for the first shape's cluster of 8, which
+// measured 35.9, against 26.5 for the split through global memory, which measured 33.4.
 inline constexpr int kMaxColumnClusterBlocks = 4;
 inline bool SplitInCluster(const DeviceSpec& device, int64_t split, bool split_waits,
                            int most = kMaxClusterBlocks) {
