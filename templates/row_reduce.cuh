@@ -387,38 +387,53 @@ __device__ __forceinline__ unsigned ClusterLoad(const unsigned* local, unsigned 
 
 // `slots`: this block's shared words for one level, kExchangeWords per lane (a row has one
 // lane; a column tile kLanes). The threads with `publish` write their lane's accumulator; every
-// thread gets its lane's merged result. Each word of every rank's slots crosses the cluster
-// once: the block's threads read them into `stage` (kSplit x kLanes x the accumulator's words of
-// this block's shared memory), then each thread merges its lane's kSplit accumulators from there
-// in rank order, so every block computes the same bits. (Every thread reading all of its lane's
-// ranks itself cost a column tile split 8 ways 64 distributed-shared-memory loads a thread, the
-// same words for the 32 threads of a lane: softmax over axis 1 of [32, 3000, 96] f32 took 71.6
-// us as such a cluster and 35.9 reading each word once; rows were level or faster, softmax over
-// 256 rows of 151936 bf16 57.7 -> 56.4 us; H200, bench/results/2026-11-29-session33, runs 4 and
-// 7.) The next use of `stage` comes after the next cluster barrier, which every thread reaches
-// only once it has merged.
+// thread gets its lane's merged result, merged in rank order, so every block computes the same
+// bits. A column tile's words cross the cluster once each: the block's threads read them into
+// `stage` (kSplit x kLanes x the accumulator's words of this block's shared memory), and each
+// thread merges its lane from there. (Every thread reading all of its lane's ranks itself cost
+// a column tile split 8 ways 64 distributed-shared-memory loads a thread, the same words for
+// the 32 threads of a lane: softmax over axis 1 of [32, 3000, 96] f32 took 71.6 us as such a
+// cluster and 35.9 reading each word once; H200, bench/results/2026-11-29-session33, runs 4
+// and 7.) A row's threads each read its kSplit x a few words themselves: staging them measured
+// level (softmax over 256 rows of 151936 bf16 57.7 and 56.4 us, run 7) and took a 512-thread
+// shared-cache row kernel past 128 registers (44 bytes of spill, ptxas). The next use of
+// `stage` comes after the next cluster barrier, which every thread reaches only once it has
+// merged.
 template <int kSplit, int kLanes, int kBlock, class Body, class Acc>
 __device__ __forceinline__ void ClusterMerge(const Body& body, Acc& a, unsigned* slots, unsigned* stage, int lane,
                                              bool publish) {
   constexpr int kWords = AccWords<Acc>::kCount;
   constexpr int kTotal = kSplit * kLanes * kWords;
-  if (publish) memcpy(slots + lane * Body::kExchangeWords, &a, sizeof(Acc));
+  unsigned* slot = slots + lane * Body::kExchangeWords;
+  if (publish) memcpy(slot, &a, sizeof(Acc));
   ClusterSync();
+  if constexpr (kLanes > 1) {
 #pragma unroll
-  for (int j = 0; j < (kTotal + kBlock - 1) / kBlock; ++j) {
-    const int i = static_cast<int>(threadIdx.x) + j * kBlock;
-    if (kTotal % kBlock == 0 || i < kTotal) {
-      const int rank = i / (kLanes * kWords), word = i % (kLanes * kWords);
-      stage[i] = ClusterLoad(slots + (word / kWords) * Body::kExchangeWords + word % kWords, static_cast<unsigned>(rank));
+    for (int j = 0; j < (kTotal + kBlock - 1) / kBlock; ++j) {
+      const int i = static_cast<int>(threadIdx.x) + j * kBlock;
+      if (kTotal % kBlock == 0 || i < kTotal) {
+        const int rank = i / (kLanes * kWords), word = i % (kLanes * kWords);
+        stage[i] =
+            ClusterLoad(slots + (word / kWords) * Body::kExchangeWords + word % kWords, static_cast<unsigned>(rank));
+      }
     }
+    __syncthreads();
   }
-  __syncthreads();
   Acc m;
   body.Init(m);
 #pragma unroll
   for (int rank = 0; rank < kSplit; ++rank) {
+    unsigned w[kWords];
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      if constexpr (kLanes > 1) {
+        w[i] = stage[(rank * kLanes + lane) * kWords + i];
+      } else {
+        w[i] = ClusterLoad(slot + i, static_cast<unsigned>(rank));
+      }
+    }
     Acc o;
-    memcpy(&o, stage + (rank * kLanes + lane) * kWords, sizeof(Acc));
+    memcpy(&o, w, sizeof(Acc));
     body.Merge(m, o);
   }
   a = m;
@@ -665,7 +680,7 @@ __device__ __forceinline__ void RowLevel(const Body& body, typename Body::Row& r
     GroupMerge<Shape::kThreadsPerRow, Shape::kBlock>(body, acc, smem);
     if constexpr (Shape::kCluster) {
       ClusterMerge<Shape::kSplit, 1, Shape::kBlock>(body, acc, cluster_slots + (L - 1) * Body::kExchangeWords,
-                                     cluster_slots + Body::kLevels * Body::kExchangeWords, 0, threadIdx.x == 0);
+                                                    nullptr, 0, threadIdx.x == 0);
     } else if constexpr (Shape::kSplit > 1) {
       const SplitSync sync{barrier, slots + (L - 1) * (Shape::kSplit + 1) * Body::kExchangeWords,
                            slots + ((L - 1) * (Shape::kSplit + 1) + Shape::kSplit) * Body::kExchangeWords};
@@ -720,8 +735,7 @@ __device__ __forceinline__ void RowKernel(const Body& body, long long rows, void
   constexpr int kT = Shape::kThreadsPerRow;
   constexpr int kSmemWords = 32 * (Body::kExchangeWords > 2 ? Body::kExchangeWords : 2);
   __shared__ unsigned smem[kSmemWords];
-  // With kCluster: each level's exchange slots, then ClusterMerge's stage.
-  __shared__ unsigned cluster_slots[Shape::kCluster ? (Body::kLevels + Shape::kSplit) * Body::kExchangeWords : 1];
+  __shared__ unsigned cluster_slots[Shape::kCluster ? Body::kLevels * Body::kExchangeWords : 1];
   extern __shared__ __align__(16) char shared_cache[];  // kSharedCache: the row share
   const int t = threadIdx.x % kT;
   const int group = threadIdx.x / kT;
