@@ -1,7 +1,8 @@
 // How many thread-block clusters of each size an H100/H200 keeps resident at once
-// (cudaOccupancyMaxActiveClusters), for blocks that take one SM alone and for blocks of which
-// two fit an SM: the GPC packing that a split row's cluster pays. Built with nvcc, run on the
-// device (bench/results/2026-11-29-session33, run 2).
+// (cudaOccupancyMaxActiveClusters), for 512-thread blocks of which one, two or three fit an SM
+// (200, 100 and 64 KB of shared memory): the GPC packing that a split row's or column tile's
+// cluster pays. Built with nvcc and run on the device (bench/results/2026-11-29-session33, run 2:
+// `nvcc -O2 -arch=sm_90a bench/probes/cluster_occupancy.cu -o co && ./co`).
 #include <cstdio>
 #include <cuda_runtime.h>
 

@@ -120,8 +120,9 @@ TEST(KernelParamsTest, SmallColumnBlocksOnlyForManyTiles) {
 
 // A column tile split over more than kMaxColumnClusterBlocks merges through global memory, and
 // no candidate runs such a split as a cluster: softmax over axis 1 of [32, 3000, 96] f32 split
-// over 8 blocks took 71.6 us as a cluster, 33.2 through global memory and 33.9 as a cluster of
-// 4 (H200, kiln tune: bench/results/2026-11-29-session33, run 4).
+// over 8 blocks took 71.6 us as a cluster (35.9 once ClusterMerge read each word once; the
+// model had priced it at 23.9), 33.2 through global memory and 33.9 as a cluster of 4 (H200,
+// kiln tune: bench/results/2026-11-29-session33, runs 4 and 7).
 TEST(KernelParamsTest, AColumnClusterHoldsAtMostFourBlocks) {
   Analysis a = testing_codegen::AnalyzeText(R"(graph g(x: f32[32,3000,96]) {
     y: f32[32,3000,96] = softmax(x) {axis = 1}
