@@ -480,8 +480,11 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   const int64_t cache_floats = static_cast<int64_t>(vec_decls_.size()) * iters * V_;  // Vec's arrays
   int64_t slot_bytes = 0;  // one vector of every cached input
   for (const auto& [in, field] : vec_fields_) slot_bytes += V_ * ByteSize(in->dtype());
-  const int64_t shared_bytes = slot_bytes * iters * threads;
-  const bool shared = !column_ && p_.smem && p_.chunk == 0 && !vec_fields_.empty() && shared_bytes <= kMaxSharedCacheBytes;
+  // Rows: the share over the block's threads (all along the row); columns: every lane's too.
+  const int64_t shared_bytes = slot_bytes * iters * (column_ ? p_.block_size : threads);
+  // A ragged column vector is not copied raw (it starts anywhere in memory).
+  const bool shared = p_.smem && p_.chunk == 0 && !vec_fields_.empty() && shared_bytes <= kMaxSharedCacheBytes &&
+                      !(column_ && ragged_);
   // The fit's larger limit for few rows holds in blocks of at most 256 threads (row_fit.h).
   const int64_t cache_limit = p_.block_size <= 256 ? pl_.fit.cache_limit : kRowCacheFloatsPerThread;
   const bool cached = p_.chunk == 0 && !vec_decls_.empty() && (shared || (!p_.smem && cache_floats <= cache_limit));
@@ -601,12 +604,15 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
     const int64_t tiles = (I_ + lanes * V_ - 1) / (lanes * V_);
     // kWait, then kAhead: the streamed loop's vectors in flight (KernelParams::chunk).
     const int ahead = !cached && ring == 0 && p_.chunk >= 8 ? 8 : 4;
-    const std::string column_flags = cluster      ? absl::StrCat(", 1, ", ring > 0 ? 4 : ahead, ", ", ring, ", 1")
+    // kWait, kAhead, kRing, kCluster, kSharedCache (their defaults: 1, 4, 0, 0, 0).
+    const std::string column_flags = shared       ? absl::StrCat(", ", no_wait ? 0 : 1, ", 4, 0, ", cluster ? 1 : 0, ", 1")
+                                     : cluster    ? absl::StrCat(", 1, ", ring > 0 ? 4 : ahead, ", ", ring, ", 1")
                                      : ring > 0   ? absl::StrCat(", ", no_wait ? 0 : 1, ", 4, ", ring)
                                      : ahead != 4 ? absl::StrCat(", ", no_wait ? 0 : 1, ", ", ahead)
                                      : no_wait    ? ", 0"
                                                   : "";
     if (ring > 0) ks.launch.dynamic_smem_bytes = static_cast<int>(ring * slot_bytes * p_.block_size);
+    if (shared) ks.launch.dynamic_smem_bytes = static_cast<int>(shared_bytes);
     call = absl::StrCat("kiln::ColumnKernel<Body, kiln::ColumnShape<", p_.block_size, ", ", lanes, ", ", V_, ", ",
                         cached ? iters : 0, ", ", p_.split, column_flags, ">>(body, count, ",
                         ks.has_scratch ? "scratch" : "nullptr", ");");

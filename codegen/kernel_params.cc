@@ -179,6 +179,18 @@ int64_t ColumnTiles(const Region& region, const KernelParams& p) {
   return s.outer * ((s.inner + width - 1) / width);
 }
 
+// Bytes of a column block's shared-memory cache (column_reduce.cuh's kSharedCache): one vector
+// of every input of the full space for each of the thread's share of K, for every thread.
+int64_t ColumnSharedBytes(const Region& region, const KernelParams& p) {
+  int64_t slot = 0;
+  for (const Node* in : region.inputs) {
+    if (region.reduce->Of(in).reduced()) slot += ByteSize(in->dtype()) * p.vector_width;
+  }
+  const int64_t along_k = std::max<int64_t>(p.block_size / std::max(p.tile_n, 1), 1);
+  const int64_t share = (region.reduce->space.reduced + std::max(p.split, 1) - 1) / std::max(p.split, 1);
+  return slot * ((share + along_k - 1) / along_k) * p.block_size;
+}
+
 // Whether a streamed column launch has at most one block per SM, each thread loading at least
 // eight vectors of its K share.
 bool OneBlockPerSm(const Region& region, const KernelParams& p, const DeviceSpec& device) {
@@ -218,6 +230,7 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     // threads (two on most SMs) 1-2.5% slower: col_sum_1Mx16_f32, mid_mean_frames_f32,
     // mid_max_points_f32, col_sum_tokens_3d_f32.
     p.chunk = fit.on_chip ? 0 : ColumnVectorBytes(region, fit.vector) < 16 || OneBlockPerSm(region, p, device) ? 8 : 1;
+    p.smem = fit.shared;  // the share cached in shared memory (column_reduce.cuh's kSharedCache)
     return p;
   }
   if (region.kind != RegionKind::kRowReduction) {
@@ -377,6 +390,22 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     KernelParams ring = deeper;  // streamed through a shared-memory ring eight deep (cp.async)
     ring.smem = true;
     if (space.inner % d.vector_width == 0) add(ring);  // a ragged vector is not copied raw
+    // The tile's share kept in shared memory (column_reduce.cuh's kSharedCache), where the
+    // region reads its inputs more than once: read once whatever the registers hold, at the
+    // default's shape and with twice, a half and a quarter of its threads along K (more blocks
+    // an SM), where a block's copy leaves room for two an SM.
+    const RowFit& fit = region.reduce->fit;
+    if (space.inner % d.vector_width == 0 && (fit.on_chip || fit.passes > 1)) {
+      for (int block : {d.block_size, d.block_size * 2, d.block_size / 2, d.block_size / 4}) {
+        KernelParams p = d;
+        p.block_size = block;
+        p.chunk = 0;
+        p.smem = true;
+        if (block < 32 || block > 1024 || block % std::max(d.tile_n, 1) != 0) continue;
+        if (2 * (ColumnSharedBytes(region, p) + 1024) > device.smem_per_sm_bytes) continue;
+        add(p);
+      }
+    }
     // Waiting blocks as one thread-block cluster (or, where the default is one, through global
     // memory): at the same split, half, and the largest column cluster.
     for (int split : {d.split, d.split / 2, kMaxColumnClusterBlocks}) {

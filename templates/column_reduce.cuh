@@ -22,8 +22,11 @@
 //     final pass                Store: the outputs of the full space
 //     StoreCell                 per-column outputs
 //
-// With kCacheIters > 0 each thread keeps its share of the inputs in registers across the
-// levels (read once); otherwise each level reads it again. Deterministic: fixed-order merges.
+// With kCacheIters > 0 each thread keeps its share of the inputs across the levels (read
+// once): in registers, or with kSharedCache in the block's dynamic shared memory (copied there
+// by cp.async, all of the share in flight at once, without registers to hold it, so a tile
+// whose share does not fit the registers is still read once and many blocks fit an SM);
+// otherwise each level reads it again. Deterministic: fixed-order merges.
 #pragma once
 
 #include "kiln_types.cuh"
@@ -32,7 +35,7 @@
 namespace kiln {
 
 template <int kBlock_, int kLanesI_, int kV_, int kCacheIters_, int kSplit_, int kWait_ = 1, int kAhead_ = 4,
-          int kRing_ = 0, int kCluster_ = 0>
+          int kRing_ = 0, int kCluster_ = 0, int kSharedCache_ = 0>
 struct ColumnShape {
   static constexpr int kBlock = kBlock_;
   static constexpr int kLanesI = kLanesI_;
@@ -44,6 +47,10 @@ struct ColumnShape {
   static constexpr int kAhead = kAhead_;  // streamed: vectors in flight per thread
   static constexpr int kRing = kRing_;    // streamed through a shared-memory ring this deep (0: no)
   static constexpr bool kCluster = kCluster_ != 0;  // a tile's split blocks are a cluster (ClusterMerge)
+  // The kCacheIters vectors of the thread's share kept in dynamic shared memory (filled by
+  // cp.async, kCacheIters x kBlock slots) instead of registers.
+  static constexpr bool kSharedCache = kSharedCache_ != 0;
+  static constexpr int kRegisterIters = kSharedCache ? 0 : kCacheIters;  // the register cache's vectors
   static constexpr int kTileI = kLanesI_ * kV_;
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
   static_assert(kLanesI >= 1 && kLanesI <= 32 && (kLanesI & (kLanesI - 1)) == 0 && kBlock % kLanesI == 0,
@@ -53,6 +60,7 @@ struct ColumnShape {
   static_assert(kAhead >= 1 && kAhead <= 16, "1 to 16 vectors in flight");
   static_assert(kRing == 0 || (kRing >= 2 && kRing <= 32 && kCacheIters == 0), "a streamed ring of 2 to 32 slots");
   static_assert(!kCluster || (kSplit >= 2 && kSplit <= 16 && kWait), "a cluster holds the 2 to 16 blocks of a tile");
+  static_assert(!kSharedCache || (kCacheIters > 0 && kRing == 0), "a shared-memory cache holds the whole share");
 };
 
 // Merges `a` over the kRowsK threads of a column and returns the result to all of them, in a
@@ -110,9 +118,20 @@ struct ColumnMergeOp {
 // no registers); or loaded kAhead vectors at a time into registers.
 template <class Body, class Shape, class Pass>
 __device__ __forceinline__ void ForColumn(const Body& body, long long o, long long i0, long long kbegin, long long kend,
-                                          int tk, const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                          int tk, const typename Body::Vec (&cache)[Shape::kRegisterIters > 0 ? Shape::kRegisterIters : 1],
                                           char* ring, const Pass& pass) {
-  if constexpr (Shape::kCacheIters > 0) {
+  if constexpr (Shape::kSharedCache) {
+    constexpr int kSlots = Shape::kCacheIters * Shape::kBlock;
+#pragma unroll 4
+    for (int j = 0; j < Shape::kCacheIters; ++j) {
+      const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
+      if (k < kend) {
+        typename Body::Vec x;
+        body.LoadShared(ring, j * Shape::kBlock + static_cast<int>(threadIdx.x), kSlots, x);
+        pass(k, x);
+      }
+    }
+  } else if constexpr (Shape::kCacheIters > 0) {
 #pragma unroll
     for (int j = 0; j < Shape::kCacheIters; ++j) {
       const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
@@ -191,7 +210,7 @@ struct ColumnStore {
 template <int L, class Body, class Shape>
 __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Cell& cell, long long o, long long i0,
                                              bool active, long long kbegin, long long kend, int ti, int tk,
-                                             const typename Body::Vec (&cache)[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1],
+                                             const typename Body::Vec (&cache)[Shape::kRegisterIters > 0 ? Shape::kRegisterIters : 1],
                                              char* ring, unsigned* smem, unsigned* barrier, unsigned* slots,
                                              unsigned* cluster_slots, int split, bool& owner) {
   if constexpr (L <= Body::kLevels) {
@@ -239,14 +258,14 @@ __device__ __forceinline__ void ColumnLevels(const Body& body, typename Body::Ce
 template <class Body, class Shape>
 __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, void* scratch) {
   static_assert(Shape::kV == Body::kV, "the body was generated for this vector width");
-  static_assert(Body::kI % Shape::kV == 0 || (Body::kRagged && Shape::kRing == 0),
-                "a vector crosses a row of the inner axes only in a ragged body, never through the ring");
+  static_assert(Body::kI % Shape::kV == 0 || (Body::kRagged && Shape::kRing == 0 && !Shape::kSharedCache),
+                "a vector crosses a row of the inner axes only in a ragged body, never through shared memory");
   static_assert(Shape::kWait || (Body::kLevels == 1 && !Body::kStores),
                 "only a one-level body that stores no output of the full space after it has its split blocks not wait");
   static_assert(!(Body::kStoreInStep && Body::kStores), "full-space outputs are stored in one place");
   static_assert(!Body::kStoreInStep || (Body::kPassMask & 2u), "level 1 makes a pass over the inputs");
   constexpr long long kTiles = (Body::kI + Shape::kTileI - 1) / Shape::kTileI;
-  extern __shared__ __align__(16) char ring[];  // kRing: the streamed rows in flight
+  extern __shared__ __align__(16) char ring[];  // kRing: the streamed rows in flight; kSharedCache: the share
   __shared__ unsigned smem[Shape::kBlock / 32 * Shape::kLanesI * (Body::kExchangeWords > 1 ? Body::kExchangeWords : 1)];
   // With kCluster: each level's exchange slots, then ClusterMerge's stage.
   __shared__ unsigned
@@ -265,8 +284,21 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
     const long long o = p / kTiles;
     const long long i0 = (p % kTiles) * Shape::kTileI + static_cast<long long>(ti) * Shape::kV;
     const bool active = i0 < Body::kI;
-    typename Body::Vec cache[Shape::kCacheIters > 0 ? Shape::kCacheIters : 1];
-    if constexpr (Shape::kCacheIters > 0) {
+    typename Body::Vec cache[Shape::kRegisterIters > 0 ? Shape::kRegisterIters : 1];
+    if constexpr (Shape::kSharedCache) {
+      // Every vector of the share in flight at once, into the thread's own slots (only it reads
+      // them: no barrier), then waited for before the first pass. The previous tile's last pass
+      // used each slot's values before this refills it.
+      if (active) {
+        constexpr int kSlots = Shape::kCacheIters * Shape::kBlock;
+#pragma unroll 4
+        for (int j = 0; j < Shape::kCacheIters; ++j) {
+          const long long k = kbegin + tk + static_cast<long long>(j) * Shape::kRowsK;
+          if (k < kend) body.Prefetch(o, k, i0, ring, j * Shape::kBlock + static_cast<int>(threadIdx.x), kSlots);
+        }
+      }
+      AsyncCopyCommit();
+    } else if constexpr (Shape::kCacheIters > 0) {
       if constexpr (Body::kRagged) {
         // Straight-line loads (ForColumn says why); a thread whose share is empty loads none.
         if (active && kbegin + tk < kend) {
@@ -290,6 +322,7 @@ __device__ __forceinline__ void ColumnKernel(const Body& body, long long tiles, 
                    : nullptr;
     typename Body::Cell cell;
     if (active) body.BeginCell(o, i0, cell);
+    if constexpr (Shape::kSharedCache) AsyncCopyWait();
     bool owner = split == 0;  // the block that stores the per-column outputs
     ColumnLevels<1, Body, Shape>(body, cell, o, i0, active, kbegin, kend, ti, tk, cache, ring, smem, barrier, slots,
                                  cluster_slots, split, owner);

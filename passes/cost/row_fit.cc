@@ -178,16 +178,19 @@ double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes
          (phases ? LonePhaseUs(device, blocks, threads, registers, smem_bytes) : 0.0);
 }
 
+constexpr double kSharedColumnWin = 0.85;
+
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
   RowFit fit;
   const ReduceSpace& space = placement.space;
   const int64_t K = space.reduced, I = space.inner;
-  int64_t bytes = 0, row_bytes = 0;
+  int64_t bytes = 0, row_bytes = 0, row_slot_bytes = 0;  // row_slot_bytes: one element of each
   for (const Node* in : region.inputs) {
     const Placement& p = placement.Of(in);
     const bool full = p.reduced() && NumElements(p.Part(in, 2)) == I;
     fit.row_inputs += full;
     row_bytes += full ? in->num_bytes() : 0;
+    row_slot_bytes += full ? ByteSize(in->dtype()) : 0;
     bytes += in->num_bytes();
   }
   for (const Node* out : region.outputs) bytes += out->num_bytes();
@@ -202,7 +205,8 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   // over unsplit tiles (split ragged tiles measured slower than unsplit ones at every shape
   // tried: a sum over 4096 x 32001 bf16 split 32, 136 us, against 66 with narrower tiles).
   const int ragged = RaggedColumnVector(region, placement);
-  double best = -1;
+  double best = -1, best_smem = -1;  // the shapes in registers or streamed, and in shared memory
+  RowFit smem_fit = fit;
   for (const int vector : {VectorElements(region, I), ragged}) {
     if (vector == 0) continue;
     // At least 64 bytes of a row at once: 4 lanes of a 16-byte vector, whatever its dtype (a
@@ -239,34 +243,56 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
         for (int64_t split = 1; split <= most_split && (split == 1 || K >= split * threads); split *= 2) {
           const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * vector;
           // One pass reads everything once either way: caching would only take registers.
-          const bool cached = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
+          const bool in_registers = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
+          // A share the registers do not hold is kept in shared memory instead (column_reduce.cuh's
+          // kSharedCache), where a block's copy leaves room for two an SM: softmax over the 21
+          // classes of [8, 21, 512, 512] f16, 32 threads of one lane each holding 21 rows,
+          // 51.2 us against 59.3 streamed twice (H200, kiln tune: bench/results/
+          // 2026-11-29-session34, run 3). Where the registers hold it they measured faster.
+          const int64_t smem = per_thread / fit.row_inputs * row_slot_bytes * block;
+          const bool in_smem = streamed_passes > 1 && !in_registers && I % vector == 0 &&
+                               device.smem_per_sm_bytes > 0 && 2 * (smem + 1024) <= device.smem_per_sm_bytes;
+          const bool cached = in_registers || in_smem;
           const int passes = cached ? 1 : streamed_passes;
           const bool waits = SplitBlocksWait(placement.levels, full_outputs);
-          const int64_t registers = ColumnRegisters(cached ? per_thread : 0, vector, fit.row_inputs, placement);
+          const int64_t registers =
+              in_smem ? kSharedCacheRegisters : ColumnRegisters(in_registers ? per_thread : 0, vector, fit.row_inputs, placement);
+          const int64_t smem_bytes = in_smem ? smem : 0;
           // A cached tile that stores its columns loads, reduces and stores in turn, as a row
           // block does (LonePhaseUs): softmax over axis 1 of [8, 1024, 512] f32, 128 tiles of
           // 512 threads alone on their SMs 14.8 us, 256 tiles of 256 threads two an SM 12.9
           // (H200, kiln tune: bench/results/2026-11-29-session33, run 1).
-          const double launch = LaunchPrice(device, bytes + passes * waste, (passes - 1) * row_bytes, tiles * split, block, split,
-                                            placement.levels, registers, 0, cached && full_outputs, waits, threads, false, worth);
-          const double price = std::max(
-              launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split,
-                                    BlocksPerSm(device, block, registers, 0, 1024 / block)));
-          if (best >= 0 && price >= best * 0.98) continue;  // a clearly better shape only
-          best = price;
-          fit.vector = vector;
-          fit.lanes = static_cast<int>(lanes);
-          fit.threads = threads;
-          fit.split = static_cast<int>(split);
-          fit.per_thread = per_thread;
-          fit.on_chip = cached;
-          fit.chained = cached && full_outputs;
-          fit.passes = passes;
-          fit.blocks_per_sm = static_cast<int>(BlocksPerSm(device, block, registers, 0, 1024 / block));
+          const double launch =
+              LaunchPrice(device, bytes + passes * waste, (passes - 1) * row_bytes, tiles * split, block, split,
+                          placement.levels, registers, smem_bytes, cached && full_outputs, waits, threads, false, worth);
+          const int64_t per_sm = BlocksPerSm(device, block, registers, smem_bytes, 1024 / block);
+          const double price =
+              std::max(launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split, per_sm));
+          double& b = in_smem ? best_smem : best;
+          if (b >= 0 && price >= b * 0.98) continue;  // a clearly better shape only
+          b = price;
+          RowFit& f = in_smem ? smem_fit : fit;
+          f.vector = vector;
+          f.lanes = static_cast<int>(lanes);
+          f.threads = threads;
+          f.split = static_cast<int>(split);
+          f.per_thread = per_thread;
+          f.on_chip = cached;
+          f.shared = in_smem;
+          f.smem_bytes = smem_bytes;
+          f.chained = cached && full_outputs;
+          f.passes = passes;
+          f.blocks_per_sm = static_cast<int>(per_sm);
         }
       }
     }
   }
+  // The shared-memory cache only where the model prices it well below every other shape:
+  // where a register cache holds the share, the shared one measured 9-15% slower at the
+  // model's favourite shapes (softmax over axis 1 of [32, 3000, 96], [64, 8192, 16] and
+  // [8, 1024, 512] f32; session 34, run 3), which the model does not see.
+  const bool take_smem = best_smem >= 0 && (best < 0 || best_smem < kSharedColumnWin * best);
+  if (take_smem) fit = smem_fit;
   fit.share = (K + fit.split - 1) / fit.split;
   fit.split_waits = SplitBlocksWait(placement.levels, full_outputs);
   // The split is chosen as merged through global memory, then run as one cluster where it can
@@ -281,7 +307,8 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
       fit.split > 1 ? absl::StrFormat(" split over %d blocks each%s", fit.split, fit.cluster ? " (one cluster)" : "")
                     : "",
       fit.per_thread,
-      fit.on_chip                          ? "kept in registers"
+      fit.shared                           ? absl::StrFormat("kept in shared memory (%d bytes per block)", fit.smem_bytes)
+      : fit.on_chip                        ? "kept in registers"
       : streamed_passes == 1               ? "read once, streamed (one pass: caching would only take registers)"
       : absl::StrFormat("do not fit: streamed, %d passes", fit.passes));
   return fit;

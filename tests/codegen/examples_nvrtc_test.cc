@@ -160,6 +160,46 @@ TEST(ExamplesNvrtcTest, SharedMemoryRowCacheCompiles) {
   }
 }
 
+// Column regions that read their inputs more than once (softmax and a norm over a non-innermost
+// axis) get candidates that keep each tile's share in shared memory (column_reduce.cuh's
+// kSharedCache): the kernel takes the share's bytes of dynamic shared memory, leaves two blocks
+// room on an SM, and compiles without spilling. A one-pass column sum gets none.
+TEST(ExamplesNvrtcTest, SharedMemoryColumnCacheCompiles) {
+  const std::vector<std::pair<std::string, bool>> graphs = {
+      {R"(graph g(x: f16[8,21,512,512]) {
+        y: f16[8,21,512,512] = softmax(x) {axis = 1}
+        return y
+      })", true},
+      {R"(graph g(x: f32[32,3000,96]) {
+        y: f32[32,3000,96] = softmax(x) {axis = 1}
+        return y
+      })", true},
+      {R"(graph g(x: f32[4096,1024]) {
+        s: f32[1024] = reduce_sum(x) {axes = [0], keep_dims = false}
+        return s
+      })", false},
+  };
+  std::set<std::string> seen;
+  for (const auto& [text, rereads] : graphs) {
+    Analysis a = testing_codegen::AnalyzeText(text);
+    for (const Region* r : testing_codegen::KernelRegions(a.plan)) {
+      ASSERT_EQ(r->kind, RegionKind::kColumnReduction) << text;
+      int shared = 0;
+      for (const KernelParams& p : CandidateParams(*r, a.plan.device)) {
+        if (!p.smem || p.chunk != 0) continue;
+        ++shared;
+        auto ks = EmitKernel(*r, p);
+        ASSERT_TRUE(ks.ok()) << ks.status();
+        EXPECT_NE(ks->source.find(", 1>>(body"), std::string::npos) << p.ToString() << ks->source;
+        EXPECT_GT(ks->launch.dynamic_smem_bytes, 0) << p.ToString();
+        EXPECT_LE(2 * (ks->launch.dynamic_smem_bytes + 1024), a.plan.device.smem_per_sm_bytes) << p.ToString();
+        CompileAndReport(absl::StrCat("shared column r", r->id, " ", p.ToString()), *ks, &seen);
+      }
+      EXPECT_EQ(shared > 0, rereads) << text;
+    }
+  }
+}
+
 // Batch norm in training mode is one row kernel: x read through the transpose to [C, N, H, W]
 // (a row per channel), the statistics and the normalisation in that space, the result stored
 // through the inverse transpose. In runs of H x W that hold whole vectors (56 x 56) or not
