@@ -287,12 +287,30 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (!ValidateParams(p).ok()) return;
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
-  const KernelParams d = out[0];
   if (const LayoutPlan* plan = TiledPlan(region)) {
     AddTiledCandidates(*plan, out);
     return out;
   }
   if (region.kind == RegionKind::kColumnReduction) {
+    // The families below vary the default's shape; where the default keeps its share in shared
+    // memory they vary the same shape streamed (what the register rule gives it), and the
+    // shared-memory variants come last, so the tuner times both kinds.
+    KernelParams d = out[0];
+    if (d.smem && d.chunk == 0) {
+      const RowFit::Unshared& u = region.reduce->fit.unshared;
+      KernelParams unshared = d;  // the model's choice without shared memory
+      unshared.smem = false;
+      unshared.tile_n = u.lanes;
+      unshared.block_size = static_cast<int>(u.threads * u.lanes);
+      unshared.vector_width = u.vector;
+      unshared.split = u.split;
+      unshared.chunk = u.on_chip ? 0 : 1;
+      unshared.cluster = SplitInCluster(device, u.split, region.reduce->fit.split_waits, kMaxColumnClusterBlocks);
+      if (u.lanes > 0) add(unshared);
+      d.smem = false;
+      d.chunk = 1;
+      add(d);
+    }
     // Fewer or more blocks per tile; where they do not wait for each other (row_fit.h's
     // SplitBlocksWait), also four times as many, and as many as fill every SM evenly.
     const bool waits = region.reduce->fit.split_waits;
@@ -417,6 +435,7 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     }
     return out;
   }
+  const KernelParams d = out[0];
   // A persistent launch (pointwise.cuh and row_reduce.cuh loop over the work): the grid at the
   // blocks an SM's threads hold (2048 / block) x SMs, where the default launches more. Timed by
   // the tuner on 12 row and pointwise zoo graphs (H200, L2 flushed; session 28 run 7) it was

@@ -178,7 +178,9 @@ double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes
          (phases ? LonePhaseUs(device, blocks, threads, registers, smem_bytes) : 0.0);
 }
 
-constexpr double kSharedColumnWin = 0.85;
+// A column fit keeps its share in shared memory only where the model prices that at most this
+// fraction of its best shape without (see FitColumnOnChip).
+constexpr double kSharedColumnWin = 0.80;
 
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
   RowFit fit;
@@ -239,60 +241,71 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
       // measured 59.2 us against 64.5 for 128 threads holding the tile in registers (H200, L2
       // flushed; bench/results/2026-11-28-session28.md).
       for (int64_t block : {256, 512, 1024, 128, 64, 32}) {
-        const int64_t threads = block / lanes;       // along K
+        const int64_t threads = block / lanes;  // along K
         for (int64_t split = 1; split <= most_split && (split == 1 || K >= split * threads); split *= 2) {
-          const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * vector;
-          // One pass reads everything once either way: caching would only take registers.
-          const bool in_registers = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
-          // A share the registers do not hold is kept in shared memory instead (column_reduce.cuh's
-          // kSharedCache), where a block's copy leaves room for two an SM: softmax over the 21
-          // classes of [8, 21, 512, 512] f16, 32 threads of one lane each holding 21 rows,
-          // 51.2 us against 59.3 streamed twice (H200, kiln tune: bench/results/
-          // 2026-11-29-session34, run 3). Where the registers hold it they measured faster.
-          const int64_t smem = per_thread / fit.row_inputs * row_slot_bytes * block;
-          const bool in_smem = streamed_passes > 1 && !in_registers && I % vector == 0 &&
-                               device.smem_per_sm_bytes > 0 && 2 * (smem + 1024) <= device.smem_per_sm_bytes;
-          const bool cached = in_registers || in_smem;
-          const int passes = cached ? 1 : streamed_passes;
-          const bool waits = SplitBlocksWait(placement.levels, full_outputs);
-          const int64_t registers =
-              in_smem ? kSharedCacheRegisters : ColumnRegisters(in_registers ? per_thread : 0, vector, fit.row_inputs, placement);
-          const int64_t smem_bytes = in_smem ? smem : 0;
-          // A cached tile that stores its columns loads, reduces and stores in turn, as a row
-          // block does (LonePhaseUs): softmax over axis 1 of [8, 1024, 512] f32, 128 tiles of
-          // 512 threads alone on their SMs 14.8 us, 256 tiles of 256 threads two an SM 12.9
-          // (H200, kiln tune: bench/results/2026-11-29-session33, run 1).
-          const double launch =
-              LaunchPrice(device, bytes + passes * waste, (passes - 1) * row_bytes, tiles * split, block, split,
-                          placement.levels, registers, smem_bytes, cached && full_outputs, waits, threads, false, worth);
-          const int64_t per_sm = BlocksPerSm(device, block, registers, smem_bytes, 1024 / block);
-          const double price =
-              std::max(launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split, per_sm));
-          double& b = in_smem ? best_smem : best;
-          if (b >= 0 && price >= b * 0.98) continue;  // a clearly better shape only
-          b = price;
-          RowFit& f = in_smem ? smem_fit : fit;
-          f.vector = vector;
-          f.lanes = static_cast<int>(lanes);
-          f.threads = threads;
-          f.split = static_cast<int>(split);
-          f.per_thread = per_thread;
-          f.on_chip = cached;
-          f.shared = in_smem;
-          f.smem_bytes = smem_bytes;
-          f.chained = cached && full_outputs;
-          f.passes = passes;
-          f.blocks_per_sm = static_cast<int>(per_sm);
+          for (const bool smem_variant : {false, true}) {  // streamed, or kept in shared memory
+            const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * vector;
+            // One pass reads everything once either way: caching would only take registers.
+            const bool in_registers = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
+            // A share the registers do not hold is kept in shared memory instead (column_reduce.cuh's
+            // kSharedCache), where a block's copy leaves room for two an SM: softmax over the 21
+            // classes of [8, 21, 512, 512] f16, 32 threads of one lane each holding 21 rows,
+            // 51.2 us against 59.3 streamed twice (H200, kiln tune: bench/results/
+            // 2026-11-29-session34, run 3). Where the registers hold it they measured faster.
+            const int64_t smem = per_thread / fit.row_inputs * row_slot_bytes * block;
+            const bool in_smem = smem_variant && streamed_passes > 1 && !in_registers && I % vector == 0 &&
+                                 device.smem_per_sm_bytes > 0 && 2 * (smem + 1024) <= device.smem_per_sm_bytes;
+            if (smem_variant && !in_smem) continue;
+            const bool cached = in_registers || in_smem;
+            const int passes = cached ? 1 : streamed_passes;
+            const bool waits = SplitBlocksWait(placement.levels, full_outputs);
+            const int64_t registers =
+                in_smem ? kSharedCacheRegisters
+                        : ColumnRegisters(in_registers ? per_thread : 0, vector, fit.row_inputs, placement);
+            const int64_t smem_bytes = in_smem ? smem : 0;
+            // A cached tile that stores its columns loads, reduces and stores in turn, as a row
+            // block does (LonePhaseUs): softmax over axis 1 of [8, 1024, 512] f32, 128 tiles of
+            // 512 threads alone on their SMs 14.8 us, 256 tiles of 256 threads two an SM 12.9
+            // (H200, kiln tune: bench/results/2026-11-29-session33, run 1).
+            const double launch = LaunchPrice(device, bytes + passes * waste, (passes - 1) * row_bytes, tiles * split,
+                                              block, split, placement.levels, registers, smem_bytes,
+                                              cached && full_outputs, waits, threads, false, worth);
+            const int64_t per_sm = BlocksPerSm(device, block, registers, smem_bytes, 1024 / block);
+            const double price = std::max(
+                launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split, per_sm));
+            double& b = in_smem ? best_smem : best;
+            if (b >= 0 && price >= b * 0.98) continue;  // a clearly better shape only
+            b = price;
+            RowFit& f = in_smem ? smem_fit : fit;
+            f.vector = vector;
+            f.lanes = static_cast<int>(lanes);
+            f.threads = threads;
+            f.split = static_cast<int>(split);
+            f.per_thread = per_thread;
+            f.on_chip = cached;
+            f.shared = in_smem;
+            f.smem_bytes = smem_bytes;
+            f.chained = cached && full_outputs;
+            f.passes = passes;
+            f.blocks_per_sm = static_cast<int>(per_sm);
+          }
         }
       }
     }
   }
-  // The shared-memory cache only where the model prices it well below every other shape:
-  // where a register cache holds the share, the shared one measured 9-15% slower at the
-  // model's favourite shapes (softmax over axis 1 of [32, 3000, 96], [64, 8192, 16] and
-  // [8, 1024, 512] f32; session 34, run 3), which the model does not see.
+  // The shared-memory cache only where the model prices it well below every other shape. It
+  // does not see what the shared copy costs: where a register cache holds the share, the
+  // shared one measured 9-15% slower at the model's favourite shapes (softmax over axis 1 of
+  // [32, 3000, 96], [64, 8192, 16] and [8, 1024, 512] f32). Priced at 0.76-0.78 of the
+  // alternative, it measured 7% faster (the 21 classes of [8, 21, 512, 512] f16), 3% ([4, 50,
+  // 1000, 64] bf16), 2% and -4% ([1, 81, 50000] bf16 and f16); at 0.85, 4-5% slower
+  // (log_softmax over axis 1 of [2, 150, 128, 128] bf16 and f16). H200, kiln tune, L2 flushed:
+  // bench/results/2026-11-29-session34, runs 3, 5, 7 and 8.
   const bool take_smem = best_smem >= 0 && (best < 0 || best_smem < kSharedColumnWin * best);
-  if (take_smem) fit = smem_fit;
+  if (take_smem) {
+    smem_fit.unshared = {fit.lanes, fit.vector, fit.split, fit.threads, fit.on_chip};
+    fit = smem_fit;
+  }
   fit.share = (K + fit.split - 1) / fit.split;
   fit.split_waits = SplitBlocksWait(placement.levels, full_outputs);
   // The split is chosen as merged through global memory, then run as one cluster where it can

@@ -81,6 +81,13 @@ struct RowFit {
   bool cluster = false;        // the split blocks are one thread-block cluster (SplitInCluster)
   bool chained = false;        // columns: tiles kept on chip that write full-space outputs
                                // after their reductions (priced by ColumnChainUs)
+  // Columns kept in shared memory: the shape the model prices lowest without it (lanes x
+  // threads, split, vector, whether in registers), a tuning candidate beside the default.
+  struct Unshared {
+    int lanes = 0, vector = 1, split = 1;
+    int64_t threads = 0;
+    bool on_chip = false;
+  } unshared;
   std::string reason;          // one sentence for the ledger and `kiln dump`
 };
 
