@@ -113,7 +113,8 @@ struct ColumnMergeOp {
 };
 
 // One pass over the thread's share of K: pass(k, x) for each k in order, x the inputs at (k, i0):
-// from the register cache; streamed through `ring` (kRing > 0: dynamic shared memory, kRing slots
+// from the shared-memory cache (kSharedCache: `ring` holds the share, kCacheIters slots per
+// thread); from the register cache; streamed through `ring` (kRing > 0: dynamic shared memory, kRing slots
 // per thread that only it reads, filled by cp.async kRing rows ahead, so the loads in flight take
 // no registers); or loaded kAhead vectors at a time into registers.
 template <class Body, class Shape, class Pass>
