@@ -480,8 +480,13 @@ absl::StatusOr<KernelSource> ReduceEmitter::Emit() {
   const int64_t cache_floats = static_cast<int64_t>(vec_decls_.size()) * iters * V_;  // Vec's arrays
   int64_t slot_bytes = 0;  // one vector of every cached input
   for (const auto& [in, field] : vec_fields_) slot_bytes += V_ * ByteSize(in->dtype());
-  // Rows: the share over the block's threads (all along the row); columns: every lane's too.
-  const int64_t shared_bytes = slot_bytes * iters * (column_ ? p_.block_size : threads);
+  // Rows: the share over the block's threads (all along the row); columns: every lane's too,
+  // counted by the one rule the model and the candidates use (row_fit.h's ColumnSharedBytes).
+  const int64_t shared_bytes =
+      column_ ? ColumnSharedBytes(r_, pl_, V_, threads, p_.split, p_.block_size) : slot_bytes * iters * threads;
+  KILN_CHECK(!column_ || ragged_ || shared_bytes == slot_bytes * iters * p_.block_size)
+      << "column cache inputs differ from ColumnSharedBytes': " << shared_bytes << " against "
+      << slot_bytes * iters * p_.block_size;
   // A ragged column vector is not copied raw (it starts anywhere in memory).
   const bool shared = p_.smem && p_.chunk == 0 && !vec_fields_.empty() && shared_bytes <= kMaxSharedCacheBytes &&
                       !(column_ && ragged_);

@@ -179,18 +179,6 @@ int64_t ColumnTiles(const Region& region, const KernelParams& p) {
   return s.outer * ((s.inner + width - 1) / width);
 }
 
-// Bytes of a column block's shared-memory cache (column_reduce.cuh's kSharedCache): one vector
-// of every input of the full space for each of the thread's share of K, for every thread.
-int64_t ColumnSharedBytes(const Region& region, const KernelParams& p) {
-  int64_t slot = 0;
-  for (const Node* in : region.inputs) {
-    if (region.reduce->Of(in).reduced()) slot += ByteSize(in->dtype()) * p.vector_width;
-  }
-  const int64_t along_k = std::max<int64_t>(p.block_size / std::max(p.tile_n, 1), 1);
-  const int64_t share = (region.reduce->space.reduced + std::max(p.split, 1) - 1) / std::max(p.split, 1);
-  return slot * ((share + along_k - 1) / along_k) * p.block_size;
-}
-
 // Whether a streamed column launch has at most one block per SM, each thread loading at least
 // eight vectors of its K share.
 bool OneBlockPerSm(const Region& region, const KernelParams& p, const DeviceSpec& device) {
@@ -420,7 +408,9 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
         p.chunk = 0;
         p.smem = true;
         if (block < 32 || block > 1024 || block % std::max(d.tile_n, 1) != 0) continue;
-        if (2 * (ColumnSharedBytes(region, p) + 1024) > device.smem_per_sm_bytes) continue;
+        const int64_t bytes =
+            ColumnSharedBytes(region, *region.reduce, p.vector_width, block / std::max(p.tile_n, 1), p.split, block);
+        if (2 * (bytes + 1024) > device.smem_per_sm_bytes) continue;
         add(p);
       }
     }

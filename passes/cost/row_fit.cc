@@ -142,6 +142,18 @@ double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_thread
 // (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
 // when the blocks' shares in flight fit in half of it), a split's merge (SplitMergeUs), and a
 // lone on-chip block's phases.
+int64_t ColumnSharedBytes(const Region& region, const ReducePlacement& placement, int vector, int64_t along_k,
+                          int64_t split, int64_t block) {
+  const ReduceSpace& space = placement.space;
+  int64_t slot = 0;
+  for (const Node* in : region.inputs) {
+    const Placement& p = placement.Of(in);
+    if (p.reduced() && NumElements(p.Part(in, 2)) == space.inner) slot += ByteSize(in->dtype()) * vector;
+  }
+  const int64_t per_block = std::max<int64_t>(split, 1) * std::max<int64_t>(along_k, 1);
+  return slot * ((space.reduced + per_block - 1) / per_block) * block;
+}
+
 bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement) {
   bool any = false;
   for (const Node* o : region.outputs) {
@@ -186,13 +198,12 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   RowFit fit;
   const ReduceSpace& space = placement.space;
   const int64_t K = space.reduced, I = space.inner;
-  int64_t bytes = 0, row_bytes = 0, row_slot_bytes = 0;  // row_slot_bytes: one element of each
+  int64_t bytes = 0, row_bytes = 0;
   for (const Node* in : region.inputs) {
     const Placement& p = placement.Of(in);
     const bool full = p.reduced() && NumElements(p.Part(in, 2)) == I;
     fit.row_inputs += full;
     row_bytes += full ? in->num_bytes() : 0;
-    row_slot_bytes += full ? ByteSize(in->dtype()) : 0;
     bytes += in->num_bytes();
   }
   for (const Node* out : region.outputs) bytes += out->num_bytes();
@@ -252,7 +263,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
             // classes of [8, 21, 512, 512] f16, 32 threads of one lane each holding 21 rows,
             // 51.2 us against 59.3 streamed twice (H200, kiln tune: bench/results/
             // 2026-11-29-session34, run 3). Where the registers hold it they measured faster.
-            const int64_t smem = per_thread / fit.row_inputs * row_slot_bytes * block;
+            const int64_t smem = ColumnSharedBytes(region, placement, vector, threads, split, block);
             const bool in_smem = smem_variant && streamed_passes > 1 && !in_registers && I % vector == 0 &&
                                  device.smem_per_sm_bytes > 0 && 2 * (smem + 1024) <= device.smem_per_sm_bytes;
             if (smem_variant && !in_smem) continue;

@@ -213,6 +213,12 @@ double SegmentWaste(int64_t row_bytes, int64_t segment_bytes, int64_t element_by
 // output of the full space (it would be stored element by element: a bias gradient beside its
 // tanh, [16384, 4095] bf16, measured 2.3x slower). 0 where none is allowed.
 int RaggedColumnVector(const Region& region, const ReducePlacement& placement);
+// Bytes of a column block's shared-memory cache (column_reduce.cuh's kSharedCache): a slot of one
+// `vector` of every input the tile caches (reduced, of the full inner extent) for each of a
+// thread's share of K (ceil(K / (split x along_k))), for every thread of the block. The one
+// count of the model (FitColumnOnChip), the tuning candidates and the emitter's launch.
+int64_t ColumnSharedBytes(const Region& region, const ReducePlacement& placement, int vector, int64_t along_k,
+                          int64_t split, int64_t block);
 // Whether `n`'s buffer is a whole number of the naturally aligned chunks (at most 16 bytes) that
 // a vector of `vector` elements loads: kiln::LoadVecAt reads a vector that starts anywhere only
 // from such a buffer.
