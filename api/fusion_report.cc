@@ -12,6 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "codegen/emit_kernel.h"
+#include "codegen/kernel_params.h"
 #include "ir/base/status.h"
 #include "passes/fusion/reduce_placement.h"
 #include "passes/fusion/region_kind.h"
@@ -320,6 +322,22 @@ std::string GeneratedCodeReport(const Analysis& analysis) {
                                               : absl::StrCat("codegen failed: ", rs->error, "\n"));
     } else {
       absl::StrAppend(&out, "runs as ", KindInfo(r.kind).runs_as, " (no generated kernel)\n");
+    }
+  }
+  return out;
+}
+
+std::string CandidatesReport(const Analysis& analysis) {
+  std::string out;
+  for (const Region& r : analysis.plan.regions) {
+    if (!HasKernel(r.kind)) continue;
+    const std::vector<KernelParams> candidates = CandidateParams(r, analysis.plan.device);
+    absl::StrAppend(&out, "\n==== region ", r.id, " ", RegionKindName(r.kind), ": ", candidates.size(),
+                    " tuning candidate", candidates.size() == 1 ? "" : "s", "\n");
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      const double us = CandidatePriceUs(r, candidates[c], analysis.plan.device);
+      absl::StrAppend(&out, "  ", candidates[c].ToString(), us >= 0 ? absl::StrFormat("  pred %.1f us", us) : "",
+                      c == 0 ? "  (default)" : "", "\n");
     }
   }
   return out;

@@ -32,6 +32,10 @@ std::string FusionDot(const Analysis& analysis);
 // Each region's generated CUDA source (DefaultParams on the plan's device; KernelSources), or
 // what runs instead (a cuBLASLt call, an alias).
 std::string GeneratedCodeReport(const Analysis& analysis);
+// Each generated kernel's tuning candidates (codegen's CandidateParams, the default first) with
+// the cost model's time for each where it prices that kind (CandidatePriceUs): the ranking
+// `kiln tune` then measures (`kiln dump --candidates`).
+std::string CandidatesReport(const Analysis& analysis);
 
 }  // namespace kiln
 

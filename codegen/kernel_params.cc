@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ir/dtype.h"
+#include "passes/cost/cost_model.h"
 #include "passes/fusion/attention_plan.h"
 #include "passes/fusion/layout_access.h"
 #include "passes/fusion/norm_matmul_plan.h"
@@ -538,6 +539,22 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
   }
   persistent(d, (region.reduce->space.outer + d.rows_per_block - 1) / std::max(d.rows_per_block, 1));
   return out;
+}
+
+double CandidatePriceUs(const Region& region, const KernelParams& params, const DeviceSpec& device) {
+  if (region.kind != RegionKind::kColumnReduction || !region.reduce) return -1;
+  ColumnLaunch launch;
+  launch.vector = params.vector_width;
+  launch.lanes = std::max(params.tile_n, 1);
+  launch.threads = std::max(params.block_size / launch.lanes, 1);
+  launch.split = std::max(params.split, 1);
+  launch.cache = params.chunk > 0 ? ColumnCache::kStreamed : params.smem ? ColumnCache::kShared : ColumnCache::kRegisters;
+  launch.cluster = params.cluster;
+  auto placement = std::make_shared<ReducePlacement>(*region.reduce);
+  placement->fit = FitColumnLaunch(region, *placement, device, launch);
+  Region priced = region;
+  priced.reduce = placement;
+  return EstimateRunTime(priced, device).total_us;
 }
 
 }  // namespace kiln

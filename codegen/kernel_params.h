@@ -110,7 +110,11 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device);
 // The autotuner's candidates (the default first, no duplicates, all valid for the region).
 std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec& device);
 
-
+// The cost model's time for `region` launched with `params` (EstimateRunTime over the fit the
+// model would record for that launch: row_fit.h's FitColumnLaunch), so that `kiln tune` shows
+// each candidate's prediction beside its measurement and the model's ranking can be checked
+// against the tuner's. Column reductions only for now; -1 for the other kinds.
+double CandidatePriceUs(const Region& region, const KernelParams& params, const DeviceSpec& device);
 
 }  // namespace kiln
 

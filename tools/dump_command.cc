@@ -31,6 +31,9 @@ Shows every fusion decision for GRAPH and the cost-model numbers behind it.
                     measured for the region, and the graph's end-to-end time
   --code            (text) after the report, each region's generated CUDA source, with the
                     heuristic KernelParams (no NVRTC needed; `kiln tune` may pick others)
+  --candidates      (text) after the report, each kernel's tuning candidates with the cost
+                    model's time for each (column reductions; `kiln tune` shows it beside
+                    the measured time)
   --shape BINDINGS  ONNX symbolic dimensions: NAME=DIM[,DIM...] separated by ';'
 
 Environment: KILN_FUSION_FUEL=N stops after N merges; KILN_FORCE_FUSE=rule,... takes every legal
@@ -52,7 +55,7 @@ std::string PassNames() { return absl::StrJoin(PipelinePassNames(), ", "); }
 int DumpCommand(const std::vector<std::string>& args) {
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(
       args, {{"device", true}, {"format", true}, {"svg", true}, {"why", true}, {"after", true}, {"shape", true},
-             {"measured", true}, {"code", false}});
+             {"measured", true}, {"code", false}, {"candidates", false}});
   if (!parsed.ok()) return Fail(std::string(parsed.status().message()), 2);
   if (parsed->help) {
     std::cout << kDumpCommandUsage << "passes, in order: " << PassNames() << "\n";
@@ -124,6 +127,7 @@ int DumpCommand(const std::vector<std::string>& args) {
     std::cout << FusionReport(*analysis);
   }
   if (format == "text" && parsed->Has("code")) std::cout << GeneratedCodeReport(*analysis);
+  if (format == "text" && parsed->Has("candidates")) std::cout << CandidatesReport(*analysis);
   return 0;
 }
 

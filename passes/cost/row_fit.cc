@@ -1,3 +1,7 @@
+// The row kernel's launch rule (templates/row_reduce.cuh), the model's side: how many threads and
+// blocks share a row, whether it is held on chip (registers or shared memory) or streamed
+// (FitRowOnChip), and the pricing both reduction fits use (LaunchPrice, SplitMergeUs,
+// LonePhaseUs, BlocksPerSm). The column kernel's rule is column_fit.cc.
 #include "passes/cost/row_fit.h"
 
 #include <algorithm>
@@ -25,39 +29,9 @@ int64_t PerThread(int64_t n, int64_t inputs, int64_t threads) {
   return inputs * ((n + step - 1) / step) * kMaxVector;
 }
 
-// Registers a reduction kernel's thread needs besides its cache: addressing, loop state and
-// arithmetic (~48, read off ptxas reports of the row kernels).
-constexpr int64_t kBaseRegisters = 48;
-// Registers of a row kernel whose cache is in shared memory, bounded by the residency that
-// memory allows (ptxas, sm_90a, 2026-11-24: 32 to 40 at 512 threads and 3 blocks per SM).
-constexpr int64_t kSharedCacheRegisters = 40;
-
-// A column thread also keeps a vector of per-column accumulators and values (a word or two per
-// reduction and per-column value, for each of its kV lanes), and streamed, the four 16-byte
-// vectors per full-space input its loop has in flight (column_reduce.cuh's ForColumn): at 1024
-// threads (64 registers) a streamed f16 or f32 column spills (ptxas, sm_90a, 2026-11-25).
-// A cached column keeps its values and little else besides them: cached + 16 + 4 x vector, read
-// off ptxas for the zoo's three cached column kernels (sm_90a, 2026-11-28): softmax over axis 1
-// of [8, 1024, 512] f32 (32 cached, vector 4) 64, layer_norm over axis 1 of [32, 96, 56, 56] f32
-// (48, vector 4) 80, softmax over axis 1 of [8, 21, 512, 512] f16 (48, vector 8) 96. The
-// streamed formula gave them 104, 128 and 144, and so priced a split of 8 blocks per tile at one
-// block per SM where ptxas allows two.
-int64_t ColumnRegisters(int64_t cached, int vector, int64_t row_inputs, const ReducePlacement& placement) {
-  if (cached > 0) return cached + 16 + 4 * vector;
-  int64_t words = 0;
-  for (const Node* red : placement.reductions) words += placement.IsPairedMax(red) ? 2 : 1;
-  return kBaseRegisters + 2 * words * vector + 16 * row_inputs;
-}
-
 int64_t RoundDownPow2(int64_t v) {
   int64_t p = 1;
   while (p * 2 <= v) p *= 2;
-  return p;
-}
-
-int64_t RoundUpPow2(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
   return p;
 }
 
@@ -89,24 +63,6 @@ double SegmentWaste(int64_t row_bytes, int64_t segment_bytes, int64_t element_by
 bool WholeChunks(const Node* n, int vector) {
   const int64_t bytes = ByteSize(n->dtype());
   return n->num_bytes() % std::min<int64_t>(16, vector * bytes) == 0;
-}
-
-double ColumnThreadWorth(int vector, int64_t inner) {
-  return inner % std::max(vector, 1) != 0 ? kRaggedThreadWorth : 1.0;
-}
-
-int RaggedColumnVector(const Region& region, const ReducePlacement& placement) {
-  const int64_t inner = placement.space.inner;
-  const int widest = VectorElements(region, 0), dividing = VectorElements(region, inner);
-  if (dividing * NarrowestBytes(region) >= 8) return 0;
-  for (const Node* out : region.outputs) {
-    if (placement.Of(out).reduced()) return 0;
-  }
-  for (const Node* in : region.inputs) {
-    const Placement& p = placement.Of(in);
-    if (p.reduced() && NumElements(p.Part(in, 2)) == inner && !WholeChunks(in, widest)) return 0;
-  }
-  return widest;
 }
 
 int64_t BlocksPerSm(const DeviceSpec& device, int64_t threads, int64_t registers, int64_t smem_bytes, int64_t cap) {
@@ -142,35 +98,6 @@ double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_thread
 // (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
 // when the blocks' shares in flight fit in half of it), a split's merge (SplitMergeUs), and a
 // lone on-chip block's phases.
-int64_t ColumnSharedBytes(const Region& region, const ReducePlacement& placement, int vector, int64_t along_k,
-                          int64_t split, int64_t block) {
-  const ReduceSpace& space = placement.space;
-  int64_t slot = 0;
-  for (const Node* in : region.inputs) {
-    const Placement& p = placement.Of(in);
-    if (p.reduced() && NumElements(p.Part(in, 2)) == space.inner) slot += ByteSize(in->dtype()) * vector;
-  }
-  const int64_t per_block = std::max<int64_t>(split, 1) * std::max<int64_t>(along_k, 1);
-  return slot * ((space.reduced + per_block - 1) / per_block) * block;
-}
-
-bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement) {
-  bool any = false;
-  for (const Node* o : region.outputs) {
-    const Placement& p = placement.Of(o);
-    if (!p.reduced()) continue;
-    if (p.level > 0 || p.combined) return false;
-    any = true;
-  }
-  return any;
-}
-
-double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm) {
-  if (!cached_with_outputs || levels < 1 || device.sm_count <= 0) return 0;
-  const double resident = static_cast<double>(device.sm_count * std::max<int64_t>(per_sm, 1));
-  return (std::ceil(static_cast<double>(blocks) / resident) - 1) * levels * kColumnLevelWaveUs;
-}
-
 double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes, int64_t blocks, int64_t threads,
                    int64_t split, int levels, int64_t registers, int64_t smem_bytes, bool phases, bool split_waits,
                    int64_t fold_threads, bool cluster, double thread_worth) {
@@ -188,154 +115,6 @@ double LaunchPrice(const DeviceSpec& device, int64_t bytes, int64_t reread_bytes
          static_cast<double>(reread_bytes) / (from_l2 ? device.l2_bytes_per_us : bandwidth) +
          SplitMergeUs(device, split, fold_threads > 0 ? fold_threads : threads, levels, split_waits, waves, cluster) +
          (phases ? LonePhaseUs(device, blocks, threads, registers, smem_bytes) : 0.0);
-}
-
-// A column fit keeps its share in shared memory only where the model prices that at most this
-// fraction of its best shape without (see FitColumnOnChip).
-constexpr double kSharedColumnWin = 0.80;
-
-RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device) {
-  RowFit fit;
-  const ReduceSpace& space = placement.space;
-  const int64_t K = space.reduced, I = space.inner;
-  int64_t bytes = 0, row_bytes = 0;
-  for (const Node* in : region.inputs) {
-    const Placement& p = placement.Of(in);
-    const bool full = p.reduced() && NumElements(p.Part(in, 2)) == I;
-    fit.row_inputs += full;
-    row_bytes += full ? in->num_bytes() : 0;
-    bytes += in->num_bytes();
-  }
-  for (const Node* out : region.outputs) bytes += out->num_bytes();
-  fit.row_inputs = std::max<int64_t>(fit.row_inputs, 1);
-  const bool full_outputs = !ColumnStoresInStep(region, placement) &&
-                            std::any_of(region.outputs.begin(), region.outputs.end(),
-                                        [&](const Node* o) { return placement.Of(o).reduced(); });
-  const int streamed_passes = std::max(1, placement.levels + (full_outputs ? 1 : 0));
-  // The launch shapes the column kernel has, priced: tiles of 32, 16 or 8 lanes of a vector
-  // (at least 64 bytes of a row at once), 32 to 1024 threads, a tile's K over 1 to 512 blocks;
-  // with the vector that divides the inner extent and, where one is allowed, a ragged vector
-  // over unsplit tiles (split ragged tiles measured slower than unsplit ones at every shape
-  // tried: a sum over 4096 x 32001 bf16 split 32, 136 us, against 66 with narrower tiles).
-  const int ragged = RaggedColumnVector(region, placement);
-  double best = -1, best_smem = -1;  // the shapes in registers or streamed, and in shared memory
-  RowFit smem_fit = fit;
-  for (const int vector : {VectorElements(region, I), ragged}) {
-    if (vector == 0) continue;
-    // At least 64 bytes of a row at once: 4 lanes of a 16-byte vector, whatever its dtype (a
-    // lane counted as 2-byte elements kept f32 columns at 8 lanes, where 4 measured up to 21%
-    // faster: the mean over the middle axis of [16, 3000, 80] f32, 8.6 against 10.9 us, H200).
-    int64_t lane_bytes = 1;
-    for (const Node* in : region.inputs) {
-      if (placement.Of(in).reduced()) lane_bytes = std::max<int64_t>(lane_bytes, vector * ByteSize(in->dtype()));
-    }
-    const int64_t min_lanes = std::max<int64_t>(1, 64 / lane_bytes);
-    const double worth = ColumnThreadWorth(vector, I);
-    const int64_t most_split = I % vector != 0 ? 1 : 512;
-    for (int64_t lanes = std::min<int64_t>(kWarp, RoundUpPow2((I + vector - 1) / vector)); lanes >= 1; lanes /= 2) {
-      if (lanes < min_lanes && lanes < RoundUpPow2((I + vector - 1) / vector)) break;
-      const int64_t tiles = space.outer * ((I + lanes * vector - 1) / (lanes * vector));
-      // The sectors the warps' segments straddle, as PriceColumn charges them, where the two
-      // vectors compete (without one, the fit is as measured before the ragged vector: pricing
-      // the waste moved a bias gradient over [16384, 4095] bf16 to a split 14% slower).
-      int64_t waste = 0;
-      for (const Node* in : ragged > 0 ? region.inputs : std::vector<Node*>{}) {
-        const Placement& p = placement.Of(in);
-        if (!p.reduced() || NumElements(p.Part(in, 2)) != I) continue;
-        const int64_t b = ByteSize(in->dtype());
-        waste += static_cast<int64_t>((SegmentWaste(I * b, std::min<int64_t>(lanes, 32) * vector * b, b) - 1) *
-                                      static_cast<double>(in->num_bytes()));
-      }
-      // 128 and fewer last: taken only where clearly better. Blocks of one or two warps merge K
-      // within a warp (or two) and keep up to 32 tiles an SM in their own phases: softmax over
-      // the 21 classes of [8, 21, 512, 512] f16, 64 threads of 32 lanes streamed (2 along K),
-      // measured 59.2 us against 64.5 for 128 threads holding the tile in registers (H200, L2
-      // flushed; bench/results/2026-11-28-session28.md).
-      for (int64_t block : {256, 512, 1024, 128, 64, 32}) {
-        const int64_t threads = block / lanes;  // along K
-        for (int64_t split = 1; split <= most_split && (split == 1 || K >= split * threads); split *= 2) {
-          for (const bool smem_variant : {false, true}) {  // streamed, or kept in shared memory
-            const int64_t per_thread = fit.row_inputs * ((K + split * threads - 1) / (split * threads)) * vector;
-            // One pass reads everything once either way: caching would only take registers.
-            const bool in_registers = streamed_passes > 1 && per_thread <= kRowCacheFloatsPerThread;
-            // A share the registers do not hold is kept in shared memory instead (column_reduce.cuh's
-            // kSharedCache), where a block's copy leaves room for two an SM: softmax over the 21
-            // classes of [8, 21, 512, 512] f16, 32 threads of one lane each holding 21 rows,
-            // 51.2 us against 59.3 streamed twice (H200, kiln tune: bench/results/
-            // 2026-11-29-session34, run 3). Where the registers hold it they measured faster.
-            const int64_t smem = ColumnSharedBytes(region, placement, vector, threads, split, block);
-            const bool in_smem = smem_variant && streamed_passes > 1 && !in_registers && I % vector == 0 &&
-                                 device.smem_per_sm_bytes > 0 && 2 * (smem + 1024) <= device.smem_per_sm_bytes;
-            if (smem_variant && !in_smem) continue;
-            const bool cached = in_registers || in_smem;
-            const int passes = cached ? 1 : streamed_passes;
-            const bool waits = SplitBlocksWait(placement.levels, full_outputs);
-            const int64_t registers =
-                in_smem ? kSharedCacheRegisters
-                        : ColumnRegisters(in_registers ? per_thread : 0, vector, fit.row_inputs, placement);
-            const int64_t smem_bytes = in_smem ? smem : 0;
-            // A cached tile that stores its columns loads, reduces and stores in turn, as a row
-            // block does (LonePhaseUs): softmax over axis 1 of [8, 1024, 512] f32, 128 tiles of
-            // 512 threads alone on their SMs 14.8 us, 256 tiles of 256 threads two an SM 12.9
-            // (H200, kiln tune: bench/results/2026-11-29-session33, run 1).
-            const double launch = LaunchPrice(device, bytes + passes * waste, (passes - 1) * row_bytes, tiles * split,
-                                              block, split, placement.levels, registers, smem_bytes,
-                                              cached && full_outputs, waits, threads, false, worth);
-            const int64_t per_sm = BlocksPerSm(device, block, registers, smem_bytes, 1024 / block);
-            const double price = std::max(
-                launch, ColumnChainUs(device, cached && full_outputs, placement.levels, tiles * split, per_sm));
-            double& b = in_smem ? best_smem : best;
-            if (b >= 0 && price >= b * 0.98) continue;  // a clearly better shape only
-            b = price;
-            RowFit& f = in_smem ? smem_fit : fit;
-            f.vector = vector;
-            f.lanes = static_cast<int>(lanes);
-            f.threads = threads;
-            f.split = static_cast<int>(split);
-            f.per_thread = per_thread;
-            f.on_chip = cached;
-            f.shared = in_smem;
-            f.smem_bytes = smem_bytes;
-            f.chained = cached && full_outputs;
-            f.passes = passes;
-            f.blocks_per_sm = static_cast<int>(per_sm);
-          }
-        }
-      }
-    }
-  }
-  // The shared-memory cache only where the model prices it well below every other shape. It
-  // does not see what the shared copy costs: where a register cache holds the share, the
-  // shared one measured 9-15% slower at the model's favourite shapes (softmax over axis 1 of
-  // [32, 3000, 96], [64, 8192, 16] and [8, 1024, 512] f32). Priced at 0.76-0.78 of the
-  // alternative, it measured 7% faster (the 21 classes of [8, 21, 512, 512] f16), 3% ([4, 50,
-  // 1000, 64] bf16), 2% and -4% ([1, 81, 50000] bf16 and f16); at 0.85, 4-5% slower
-  // (log_softmax over axis 1 of [2, 150, 128, 128] bf16 and f16). H200, kiln tune, L2 flushed:
-  // bench/results/2026-11-29-session34, runs 3, 5, 7 and 8.
-  const bool take_smem = best_smem >= 0 && (best < 0 || best_smem < kSharedColumnWin * best);
-  if (take_smem) {
-    smem_fit.unshared = {fit.lanes, fit.vector, fit.split, fit.threads, fit.on_chip};
-    fit = smem_fit;
-  }
-  fit.share = (K + fit.split - 1) / fit.split;
-  fit.split_waits = SplitBlocksWait(placement.levels, full_outputs);
-  // The split is chosen as merged through global memory, then run as one cluster where it can
-  // be: pricing the cluster into the choice took softmax over the middle axis of [8, 1024, 512]
-  // f32 from 16 blocks per tile (23.6 us) to a cluster of 8 (26.8 us; H100, L2 flushed).
-  fit.cluster = SplitInCluster(device, fit.split, fit.split_waits, kMaxColumnClusterBlocks);
-  fit.online_max_sum = !placement.online_max.empty();
-  const int64_t tiles = space.outer * ((I + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
-  fit.reason = absl::StrFormat(
-      "columns [%d | %d | %d]: %d lanes of %d along i x %d threads along K, %d tile%s%s; %d values per thread %s",
-      space.outer, K, I, fit.lanes, fit.vector, fit.threads, tiles, tiles == 1 ? "" : "s",
-      fit.split > 1 ? absl::StrFormat(" split over %d blocks each%s", fit.split, fit.cluster ? " (one cluster)" : "")
-                    : "",
-      fit.per_thread,
-      fit.shared                           ? absl::StrFormat("kept in shared memory (%d bytes per block)", fit.smem_bytes)
-      : fit.on_chip                        ? "kept in registers"
-      : streamed_passes == 1               ? "read once, streamed (one pass: caching would only take registers)"
-      : absl::StrFormat("do not fit: streamed, %d passes", fit.passes));
-  return fit;
 }
 
 namespace {

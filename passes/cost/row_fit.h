@@ -101,6 +101,29 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
 // 512 blocks) the one LaunchPrice prices lowest: cached on chip or streamed, waves, waits.
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
 
+// Registers a reduction kernel's thread needs besides its cache: addressing, loop state and
+// arithmetic (~48, read off ptxas reports of the row kernels).
+inline constexpr int64_t kBaseRegisters = 48;
+// Registers of a row kernel whose cache is in shared memory, bounded by the residency that
+// memory allows (ptxas, sm_90a, 2026-11-24: 32 to 40 at 512 threads and 3 blocks per SM).
+inline constexpr int64_t kSharedCacheRegisters = 40;
+
+// One launch of the column kernel, as a tuning candidate runs it: tiles of `lanes` x `vector`
+// columns, `threads` along K, a tile's K over `split` blocks (one cluster with `cluster`), its
+// share streamed, held in registers or in shared memory.
+enum class ColumnCache { kStreamed, kRegisters, kShared };
+struct ColumnLaunch {
+  int vector = 1, lanes = 1, split = 1;
+  int64_t threads = 1;  // along K
+  ColumnCache cache = ColumnCache::kStreamed;
+  bool cluster = false;
+};
+// The fit FitColumnOnChip would record had it chosen `launch` (registers, residency, passes,
+// shared bytes: the same pricing), so that a candidate the tuner times is priced as the default
+// is (codegen's CandidatePriceUs). A cache that cannot hold the share streams, as the emitter's.
+RowFit FitColumnLaunch(const Region& region, const ReducePlacement& placement, const DeviceSpec& device,
+                       ColumnLaunch launch);
+
 // The model's time for a reduction launch of `blocks` blocks of `threads`: `bytes` once, the
 // `reread_bytes` of extra streamed passes (from L2 when what is in flight fits in half of it),
 // the waits of split rows (once per level and wave of resident blocks, which the `registers`

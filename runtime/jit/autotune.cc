@@ -196,6 +196,7 @@ std::string TunedRegion::ToString() const {
     if (!s.empty()) absl::StrAppend(&s, " | ");
     absl::StrAppend(&s, candidates[c].ToString());
     if (c < us.size()) absl::StrAppend(&s, absl::StrFormat(" %.1f us", us[c]));
+    if (c < predicted_us.size() && predicted_us[c] >= 0) absl::StrAppend(&s, absl::StrFormat(" (pred %.1f)", predicted_us[c]));
     if (c == 0) absl::StrAppend(&s, " (default)");
     if (static_cast<int>(c) == chosen) absl::StrAppend(&s, " <-");
   }
@@ -255,6 +256,7 @@ absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, 
     TunedRegion tuned;
     tuned.region = rc.region->id;
     tuned.candidates = rc.params;
+    for (const KernelParams& p : rc.params) tuned.predicted_us.push_back(CandidatePriceUs(*rc.region, p, options.device));
     const std::string path = directory.empty() ? "" : absl::StrCat(directory, "/", rc.key);
     std::optional<int> remembered;
     if (!path.empty() && options.reuse) {

@@ -61,9 +61,11 @@ struct TunedRegion {
   int region = -1;
   std::vector<KernelParams> candidates;  // [0] is the default
   std::vector<double> us;                // median per candidate; empty when `cached`
+  std::vector<double> predicted_us;      // the cost model's time per candidate (codegen's
+                                         // CandidatePriceUs); -1 where it prices none
   int chosen = 0;                        // index into candidates
   bool cached = false;                   // the choice came from disk, nothing was timed
-  std::string ToString() const;          // "block=128 ... 101.2 us (default) | block=256 ... 95.3 us <-"
+  std::string ToString() const;          // "block=128 ... 101.2 us (pred 98.0) (default) | block=256 ... 95.3 us <-"
 };
 
 struct TuneResult {

@@ -2,10 +2,13 @@
 // refusal of kinds without a kernel, and the ptxas -v parser.
 #include "codegen/kernel_params.h"
 
+#include "passes/cost/cost_model.h"
+
 #include "absl/strings/str_cat.h"
 #include "codegen/emit_kernel.h"
 #include "gtest/gtest.h"
 #include "ir/parser.h"
+#include "passes/cost/cost_model.h"
 #include "passes/fusion/layout_access.h"
 #include "passes/fusion/reduce_placement.h"
 #include "passes/fusion/region_kind.h"
@@ -179,6 +182,47 @@ TEST(KernelParamsTest, ASharedColumnDefaultKeepsTheStreamedFamilyAsCandidates) {
   EXPECT_GE(streamed, 3);
   EXPECT_GE(shared, 2);
   EXPECT_GE(unshared, 1) << "the model's choice without shared memory is a candidate";
+}
+
+// A candidate's prediction (CandidatePriceUs, shown by `kiln tune` and `kiln dump
+// --candidates`) prices the default as the region's own estimate does, for column regions
+// streamed, held in registers, in shared memory, split and one-pass; a candidate of another
+// shape gets its own price; a kind the model does not price per candidate says so (-1).
+TEST(KernelParamsTest, ACandidatesPredictionPricesTheDefaultAsTheRegion) {
+  const char* graphs[] = {
+      "graph g(x: f16[8,21,512,512]) {\n y: f16[8,21,512,512] = softmax(x) {axis = 1}\n return y\n}",
+      "graph g(x: f32[8,1024,512]) {\n y: f32[8,1024,512] = softmax(x) {axis = 1}\n return y\n}",
+      "graph g(x: f32[32768,768]) {\n y: f32[768] = reduce_max(x) {axes = [0]}\n return y\n}",
+      "graph g(x: bf16[16384,4095]) {\n y: bf16[4095] = reduce_sum(x) {axes = [0]}\n return y\n}",
+      "graph g(x: f32[64,8192,16]) {\n y: f32[64,8192,16] = softmax(x) {axis = 1}\n return y\n}",
+  };
+  for (const char* text : graphs) {
+    auto graph = ParseGraph(text);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    AnalyzeOptions options;
+    options.device = "h200";
+    auto a = Analyze(std::move(*graph), options);
+    ASSERT_TRUE(a.ok()) << a.status();
+    const Region* r = testing_codegen::KernelRegions(a->plan).at(0);
+    ASSERT_EQ(r->kind, RegionKind::kColumnReduction) << text;
+    const double region_us = EstimateRunTime(*r, a->plan.device).total_us;
+    const std::vector<KernelParams> candidates = CandidateParams(*r, a->plan.device);
+    EXPECT_NEAR(CandidatePriceUs(*r, candidates[0], a->plan.device), region_us, 1e-9 * region_us)
+        << text << "\n" << candidates[0].ToString();
+    int other = 0;
+    for (const KernelParams& p : candidates) {
+      const double us = CandidatePriceUs(*r, p, a->plan.device);
+      EXPECT_GT(us, 0) << p.ToString();
+      other += std::abs(us - region_us) > 1e-3 * region_us;
+    }
+    EXPECT_GE(other, 1) << text;
+  }
+  Analysis rows = testing_codegen::AnalyzeText(R"(graph g(x: f32[4096,4096]) {
+      y: f32[4096,4096] = softmax(x) {axis = 1}
+      return y
+    })");
+  const Region* row = testing_codegen::KernelRegions(rows.plan).at(0);
+  EXPECT_EQ(CandidatePriceUs(*row, DefaultParams(*row, rows.plan.device), rows.plan.device), -1);
 }
 
 // A region that stages a transposed read: the default is the tiled kernel's DefaultTile (the

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "frontends/json/json_graph.h"
 #include "gtest/gtest.h"
 #include "ir/interpreter.h"
@@ -532,6 +533,29 @@ TEST(KilnDumpTest, RotaryEmbeddingIsOneKernelWithoutLoops) {
   EXPECT_NE(code.find("static constexpr int kV = 8;"), std::string::npos) << code;
   EXPECT_NE(code.find("kiln::LoadVec<__nv_bfloat16, 8>(in0 + (g0 ? "), std::string::npos) << code;
   EXPECT_NE(code.find("'s piece"), std::string::npos) << code;
+}
+
+// --candidates lists each kernel's tuning candidates, the default first, with the model's time
+// for each of a column reduction's (the default's equal to the region's prediction).
+TEST(KilnDumpTest, CandidatesShowTheModelsPriceOfEachColumnLaunch) {
+  fs::path dir = TestDir();
+  WriteText(dir / "c.json", R"({"kiln_graph": 1, "name": "c",
+    "inputs": [{"name": "x", "dtype": "f32", "shape": [32768, 768]}],
+    "nodes": [{"name": "y", "op": "reduce_max", "inputs": ["x"], "attrs": {"axes": [0]}}],
+    "outputs": ["y"]})");
+  Result r = RunKiln("dump " + Quote((dir / "c.json").string()) + " --device h200 --candidates");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t list = r.out.find("==== region 0 column_reduction: ");
+  ASSERT_NE(list, std::string::npos) << r.out;
+  const size_t predicted = r.out.find("  predicted: ");
+  ASSERT_NE(predicted, std::string::npos) << r.out;
+  const std::string us = r.out.substr(predicted + 13, r.out.find(" us", predicted) - predicted - 13);
+  const size_t first = r.out.find('\n', list) + 1;
+  const std::string line = r.out.substr(first, r.out.find('\n', first) - first);
+  EXPECT_NE(line.find(absl::StrFormat("pred %.1f us  (default)", std::stod(us))), std::string::npos) << line;
+  size_t priced = 0;
+  for (size_t at = r.out.find("  pred ", list); at != std::string::npos; at = r.out.find("  pred ", at + 1)) ++priced;
+  EXPECT_GE(priced, 10u) << r.out;
 }
 
 // A transpose feeding an add: one kernel, the tiled one, and the report says what is staged.
