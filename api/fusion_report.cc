@@ -335,9 +335,21 @@ std::string CandidatesReport(const Analysis& analysis) {
     absl::StrAppend(&out, "\n==== region ", r.id, " ", RegionKindName(r.kind), ": ", candidates.size(),
                     " tuning candidate", candidates.size() == 1 ? "" : "s", "\n");
     for (size_t c = 0; c < candidates.size(); ++c) {
-      const double us = CandidatePriceUs(r, candidates[c], analysis.plan.device);
+      const std::optional<RunTimeEstimate> e = CandidateEstimate(r, candidates[c], analysis.plan.device);
+      const double us = e ? e->total_us : -1;
+      std::string terms;  // what the price rests on: blocks, residency, values per thread, passes
+      if (std::optional<RowFit> fit = CandidateColumnFit(r, candidates[c], analysis.plan.device)) {
+        const ReduceSpace& s = r.reduce->space;
+        const int64_t tiles = s.outer * ((s.inner + fit->lanes * fit->vector - 1) / (fit->lanes * fit->vector));
+        terms = absl::StrFormat("  [%d blocks, %d an SM, %d values a thread, %d pass%s of %d level%s, %s]",
+                                tiles * fit->split, fit->blocks_per_sm, fit->per_thread, fit->passes,
+                                fit->passes == 1 ? "" : "es", r.reduce->levels, r.reduce->levels == 1 ? "" : "s",
+                                fit->shared ? "shared" : fit->on_chip ? "registers" : "streamed");
+        absl::StrAppend(&terms, absl::StrFormat(" memory %.1f, chain %.1f, launch and merges %.1f us", e->memory_us,
+                                                e->compute_us, e->launch_us));
+      }
       absl::StrAppend(&out, "  ", candidates[c].ToString(), us >= 0 ? absl::StrFormat("  pred %.1f us", us) : "",
-                      c == 0 ? "  (default)" : "", "\n");
+                      terms, c == 0 ? "  (default)" : "", "\n");
     }
   }
   return out;

@@ -1,6 +1,7 @@
 #include "codegen/kernel_params.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -164,30 +165,11 @@ void AddTiledCandidates(const LayoutPlan& plan, std::vector<KernelParams>& out) 
   out.push_back(KernelParams{});  // the plain loop runs layout ops one element per thread
 }
 
-// Bytes of one thread's vector of the widest full-space input of a column region.
-int64_t ColumnVectorBytes(const Region& region, int vector) {
-  int64_t widest = 1;
-  for (const Node* in : region.inputs) {
-    if (region.reduce->Of(in).reduced()) widest = std::max<int64_t>(widest, ByteSize(in->dtype()));
-  }
-  return widest * vector;
-}
-
 // The column kernel's tiles with `p`'s tile (column_reduce.cuh): outer x ceil(inner / (lanes x vector)).
 int64_t ColumnTiles(const Region& region, const KernelParams& p) {
   const ReduceSpace& s = region.reduce->space;
   const int64_t width = static_cast<int64_t>(std::max(p.tile_n, 1)) * p.vector_width;
   return s.outer * ((s.inner + width - 1) / width);
-}
-
-// Whether a streamed column launch has at most one block per SM, each thread loading at least
-// eight vectors of its K share.
-bool OneBlockPerSm(const Region& region, const KernelParams& p, const DeviceSpec& device) {
-  if (device.sm_count <= 0) return false;
-  const int64_t blocks = ColumnTiles(region, p) * std::max(p.split, 1);
-  const int64_t along_k = std::max<int64_t>(p.block_size / std::max(p.tile_n, 1), 1);
-  const int64_t vectors = region.reduce->space.reduced / (std::max(p.split, 1) * along_k);
-  return blocks <= device.sm_count && vectors >= 8;
 }
 
 }  // namespace
@@ -209,16 +191,8 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     p.tile_n = fit.lanes;
     p.split = fit.split;
     p.cluster = fit.cluster;
-    // Streamed: four 16-byte vectors in flight per thread, eight of a narrower vector (an odd
-    // width's single elements: measured 27.1 against 30.8 us, 512 x 50257 bf16, 2026-11-25).
-    // Eight 16-byte vectors too where a block has its SM to itself (at most one block per SM)
-    // and each thread loads at least eight: four per thread then keep too few bytes in flight.
-    // H200, L2 flushed, bench/results/2026-11-27-session20 run 5: the bias gradient over
-    // [16384, 4096] bf16 (128 blocks of 512 threads) 36.3 against 40.5 us, nhw_sum over
-    // [32, 56, 56, 256] f16 (128 blocks of 512) 21.3 against 24.0; but with 256 blocks of 256
-    // threads (two on most SMs) 1-2.5% slower: col_sum_1Mx16_f32, mid_mean_frames_f32,
-    // mid_max_points_f32, col_sum_tokens_3d_f32.
-    p.chunk = fit.on_chip ? 0 : ColumnVectorBytes(region, fit.vector) < 16 || OneBlockPerSm(region, p, device) ? 8 : 1;
+    // Streamed: the vectors in flight per thread the fit chose (column_fit.cc's StreamedAhead).
+    p.chunk = fit.on_chip ? 0 : fit.ahead >= 8 ? 8 : 1;
     p.smem = fit.shared;  // the share cached in shared memory (column_reduce.cuh's kSharedCache)
     return p;
   }
@@ -541,8 +515,8 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
   return out;
 }
 
-double CandidatePriceUs(const Region& region, const KernelParams& params, const DeviceSpec& device) {
-  if (region.kind != RegionKind::kColumnReduction || !region.reduce) return -1;
+std::optional<RowFit> CandidateColumnFit(const Region& region, const KernelParams& params, const DeviceSpec& device) {
+  if (region.kind != RegionKind::kColumnReduction || !region.reduce) return std::nullopt;
   ColumnLaunch launch;
   launch.vector = params.vector_width;
   launch.lanes = std::max(params.tile_n, 1);
@@ -550,11 +524,24 @@ double CandidatePriceUs(const Region& region, const KernelParams& params, const 
   launch.split = std::max(params.split, 1);
   launch.cache = params.chunk > 0 ? ColumnCache::kStreamed : params.smem ? ColumnCache::kShared : ColumnCache::kRegisters;
   launch.cluster = params.cluster;
+  launch.ahead = params.chunk >= 8 ? 8 : 4;
+  return FitColumnLaunch(region, *region.reduce, device, launch);
+}
+
+std::optional<RunTimeEstimate> CandidateEstimate(const Region& region, const KernelParams& params,
+                                                 const DeviceSpec& device) {
+  std::optional<RowFit> fit = CandidateColumnFit(region, params, device);
+  if (!fit) return std::nullopt;
   auto placement = std::make_shared<ReducePlacement>(*region.reduce);
-  placement->fit = FitColumnLaunch(region, *placement, device, launch);
+  placement->fit = *fit;
   Region priced = region;
   priced.reduce = placement;
-  return EstimateRunTime(priced, device).total_us;
+  return EstimateRunTime(priced, device);
+}
+
+double CandidatePriceUs(const Region& region, const KernelParams& params, const DeviceSpec& device) {
+  std::optional<RunTimeEstimate> e = CandidateEstimate(region, params, device);
+  return e ? e->total_us : -1;
 }
 
 }  // namespace kiln

@@ -38,11 +38,13 @@
 #define KILN_CODEGEN_KERNEL_PARAMS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "ir/base/hash.h"
+#include "passes/cost/cost_model.h"
 #include "passes/cost/device_spec.h"
 #include "passes/cost/row_fit.h"  // kRowCacheFloatsPerThread, RowFit
 #include "passes/fusion/region.h"
@@ -115,6 +117,12 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
 // each candidate's prediction beside its measurement and the model's ranking can be checked
 // against the tuner's. Column reductions only for now; -1 for the other kinds.
 double CandidatePriceUs(const Region& region, const KernelParams& params, const DeviceSpec& device);
+// Its terms (EstimateRunTime's: memory, compute and the column chains, launch); nullopt where -1.
+std::optional<RunTimeEstimate> CandidateEstimate(const Region& region, const KernelParams& params,
+                                                 const DeviceSpec& device);
+// The fit CandidatePriceUs prices (row_fit.h's FitColumnLaunch for `params`' launch); nullopt
+// for a kind it does not price.
+std::optional<RowFit> CandidateColumnFit(const Region& region, const KernelParams& params, const DeviceSpec& device);
 
 }  // namespace kiln
 

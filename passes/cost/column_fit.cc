@@ -86,6 +86,19 @@ bool ColumnStoresInStep(const Region& region, const ReducePlacement& placement) 
   return any;
 }
 
+double ColumnBlockChainUs(const DeviceSpec& device, const RowFit& fit, int levels, int64_t blocks) {
+  if (device.sm_count <= 0 || fit.threads <= 0) return 0;
+  const int64_t iters = fit.per_thread / std::max<int64_t>(fit.row_inputs * fit.vector, 1);
+  const int64_t ahead = std::max(fit.ahead, 1);
+  const int64_t rounds = fit.on_chip ? 1 : fit.passes * ((iters + ahead - 1) / ahead);
+  const int64_t warps = (fit.threads * fit.lanes + 31) / 32;
+  const double block_us = static_cast<double>(rounds) * kColumnRoundUs +
+                          levels * (kColumnLevelUs + static_cast<double>(warps) * kColumnWarpFoldUs) +
+                          (fit.split > 1 && !fit.cluster ? kColumnSplitBlockUs : 0.0);
+  const double resident = static_cast<double>(device.sm_count * std::max(fit.blocks_per_sm, 1));
+  return std::ceil(static_cast<double>(blocks) / resident) * block_us + kColumnChainBaseUs;
+}
+
 double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm) {
   if (!cached_with_outputs || levels < 1 || device.sm_count <= 0) return 0;
   const double resident = static_cast<double>(device.sm_count * std::max<int64_t>(per_sm, 1));
@@ -131,6 +144,26 @@ int64_t ColumnPerThread(const ReduceSpace& space, const ColumnTraffic& t, const 
   return t.row_inputs * ((space.reduced + along - 1) / along) * launch.vector;
 }
 
+// A streamed tile's vectors in flight per thread (column_reduce.cuh's kAhead): four 16-byte
+// vectors, eight of a narrower vector (an odd width's single elements: measured 27.1 against
+// 30.8 us, 512 x 50257 bf16, 2026-11-25). Eight 16-byte vectors too where a block has its SM to
+// itself (at most one block per SM) and each thread loads at least eight: four per thread then
+// keep too few bytes in flight. H200, L2 flushed, bench/results/2026-11-27-session20 run 5: the
+// bias gradient over [16384, 4096] bf16 (128 blocks of 512 threads) 36.3 against 40.5 us,
+// nhw_sum over [32, 56, 56, 256] f16 (128 blocks of 512) 21.3 against 24.0; but with 256 blocks
+// of 256 threads (two on most SMs) 1-2.5% slower: col_sum_1Mx16_f32, mid_mean_frames_f32,
+// mid_max_points_f32, col_sum_tokens_3d_f32.
+int StreamedAhead(const Region& region, const ReducePlacement& placement, const DeviceSpec& device,
+                  const ColumnLaunch& launch, int64_t blocks) {
+  int64_t widest = 1;
+  for (const Node* in : region.inputs) {
+    if (placement.Of(in).reduced()) widest = std::max<int64_t>(widest, ByteSize(in->dtype()));
+  }
+  const int64_t vectors = placement.space.reduced / (std::max<int64_t>(launch.split, 1) * std::max<int64_t>(launch.threads, 1));
+  const bool alone = device.sm_count > 0 && blocks <= device.sm_count && vectors >= 8;
+  return widest * launch.vector < 16 || alone ? 8 : 4;
+}
+
 // Sets the shape fields of `f` for `launch` (its cache as given) and returns the model's
 // price of it: LaunchPrice over its blocks (`waste`: the bytes of straddled sectors a pass
 // adds), at least the chain of a cached tile that stores full-space outputs.
@@ -158,6 +191,7 @@ double PriceColumnShape(const Region& region, const ReducePlacement& placement, 
                                    cached && t.full_outputs, waits, launch.threads, false,
                                    ColumnThreadWorth(launch.vector, space.inner));
   const int64_t per_sm = BlocksPerSm(device, block, registers, smem_bytes, 1024 / block);
+  f.row_inputs = t.row_inputs;
   f.vector = launch.vector;
   f.lanes = launch.lanes;
   f.threads = launch.threads;
@@ -169,7 +203,9 @@ double PriceColumnShape(const Region& region, const ReducePlacement& placement, 
   f.chained = cached && t.full_outputs;
   f.passes = passes;
   f.blocks_per_sm = static_cast<int>(per_sm);
-  return std::max(price, ColumnChainUs(device, f.chained, placement.levels, tiles * launch.split, per_sm));
+  f.ahead = launch.ahead > 0 ? launch.ahead : StreamedAhead(region, placement, device, launch, tiles * launch.split);
+  return std::max({price, ColumnChainUs(device, f.chained, placement.levels, tiles * launch.split, per_sm),
+                   ColumnBlockChainUs(device, f, placement.levels, tiles * launch.split)});
 }
 
 // The fields every column fit carries besides its shape.
@@ -276,7 +312,6 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
             double& b = in_smem ? best_smem : best;
             if (b >= 0 && price >= b * 0.98) continue;  // a clearly better shape only
             b = price;
-            shape.row_inputs = fit.row_inputs;
             (in_smem ? smem_fit : fit) = shape;
           }
         }

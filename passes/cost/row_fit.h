@@ -81,6 +81,8 @@ struct RowFit {
   bool cluster = false;        // the split blocks are one thread-block cluster (SplitInCluster)
   bool chained = false;        // columns: tiles kept on chip that write full-space outputs
                                // after their reductions (priced by ColumnChainUs)
+  int ahead = 4;               // columns streamed: vectors in flight per thread (column_reduce.cuh's
+                               // kAhead, KernelParams::chunk 1 or 8)
   // Columns kept in shared memory: the shape the model prices lowest without it (lanes x
   // threads, split, vector, whether in registers), a tuning candidate beside the default.
   struct Unshared {
@@ -117,6 +119,7 @@ struct ColumnLaunch {
   int64_t threads = 1;  // along K
   ColumnCache cache = ColumnCache::kStreamed;
   bool cluster = false;
+  int ahead = 0;        // streamed: vectors in flight per thread; 0: the rule's (FitColumnOnChip)
 };
 // The fit FitColumnOnChip would record had it chosen `launch` (registers, residency, passes,
 // shared bytes: the same pricing), so that a candidate the tuner times is priced as the default
@@ -206,6 +209,23 @@ double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_thread
 // wave is not priced apart from its pointwise consumer). `per_sm`: resident blocks per SM.
 inline constexpr double kColumnLevelWaveUs = 5.4;
 double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm);
+// A column block's own chain, which bandwidth does not shorten: its rounds of loads (each pass
+// over its share streams ceil(values / ahead) of them; a cached share, one) at kColumnRoundUs,
+// each level's merge across its warps (ColumnMerge: kColumnLevelUs, and kColumnWarpFoldUs a
+// warp), and a split block's partials through global memory (kColumnSplitBlockUs). A launch
+// takes at least that per wave of resident blocks, plus kColumnChainBaseUs (its ramp and drain).
+// Fitted on the lent H200 (kiln tune, L2 flushed: bench/results/2026-11-29-session35 run 1, 715
+// candidates of 39 column regions, 14 of them shapes never tuned on, kept out of the fit to test
+// it): the model without the chain was 0.60 off in rms of log(measured / predicted) over all
+// candidates, and 2-6x low for blocks of one to four vectors a thread (sum over axis 0 of [8192,
+// 1536] bf16 split 64 over 512 threads: 26.8 us measured, 11.9 predicted; 13.5 split 16 over
+// 256 threads); with it 0.39, and 0.23 over the candidates within 1.5x of each region's fastest.
+inline constexpr double kColumnRoundUs = 0.6;
+inline constexpr double kColumnLevelUs = 0.8;
+inline constexpr double kColumnWarpFoldUs = 0.05;
+inline constexpr double kColumnSplitBlockUs = 2.0;
+inline constexpr double kColumnChainBaseUs = 4.0;
+double ColumnBlockChainUs(const DeviceSpec& device, const RowFit& fit, int levels, int64_t blocks);
 // Blocks of `threads` per SM that `registers` a thread and `smem_bytes` of shared memory a
 // block (plus the 1 KB the runtime reserves per block) allow, at most `cap`; 0 where a block
 // does not fit at all. The one residency rule of the model, and of the lowering's check of

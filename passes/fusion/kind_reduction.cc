@@ -134,7 +134,8 @@ RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   const double merge_us = SplitMergeUs(device, fit.split, fit.threads, placement.levels,
                                        fit.split_waits, waves, fit.cluster);
   // A cached tile that writes full-space outputs: its chain of latencies per wave (row_fit.h).
-  e.compute_us = std::max(e.compute_us, ColumnChainUs(device, fit.chained, placement.levels, e.blocks, fit.blocks_per_sm));
+  e.compute_us = std::max({e.compute_us, ColumnChainUs(device, fit.chained, placement.levels, e.blocks, fit.blocks_per_sm),
+                           ColumnBlockChainUs(device, fit, placement.levels, e.blocks)});
   e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
   e.launch_us += merge_us;
   e.total_us += merge_us;

@@ -552,7 +552,9 @@ TEST(KilnDumpTest, CandidatesShowTheModelsPriceOfEachColumnLaunch) {
   const std::string us = r.out.substr(predicted + 13, r.out.find(" us", predicted) - predicted - 13);
   const size_t first = r.out.find('\n', list) + 1;
   const std::string line = r.out.substr(first, r.out.find('\n', first) - first);
-  EXPECT_NE(line.find(absl::StrFormat("pred %.1f us  (default)", std::stod(us))), std::string::npos) << line;
+  EXPECT_NE(line.find(absl::StrFormat("pred %.1f us  [", std::stod(us))), std::string::npos) << line;
+  EXPECT_NE(line.find("  (default)"), std::string::npos) << line;
+  EXPECT_NE(line.find(" blocks, "), std::string::npos) << line;  // the terms the price rests on
   size_t priced = 0;
   for (size_t at = r.out.find("  pred ", list); at != std::string::npos; at = r.out.find("  pred ", at + 1)) ++priced;
   EXPECT_GE(priced, 10u) << r.out;
