@@ -96,7 +96,7 @@ double ColumnBlockChainUs(const DeviceSpec& device, const RowFit& fit, int level
                           levels * (kColumnLevelUs + static_cast<double>(warps) * kColumnWarpFoldUs) +
                           (fit.split > 1 && !fit.cluster ? kColumnSplitBlockUs : 0.0);
   const double resident = static_cast<double>(device.sm_count * std::max(fit.blocks_per_sm, 1));
-  return std::ceil(static_cast<double>(blocks) / resident) * block_us + kColumnChainBaseUs;
+  return std::ceil(static_cast<double>(blocks) / resident) * block_us;
 }
 
 double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm) {
@@ -165,8 +165,9 @@ int StreamedAhead(const Region& region, const ReducePlacement& placement, const 
 }
 
 // Sets the shape fields of `f` for `launch` (its cache as given) and returns the model's
-// price of it: LaunchPrice over its blocks (`waste`: the bytes of straddled sectors a pass
-// adds), at least the chain of a cached tile that stores full-space outputs.
+// price of it, to compare with the region's other shapes: LaunchPrice over its blocks (`waste`:
+// the bytes of straddled sectors a pass adds), at least the chain of a cached tile that stores
+// full-space outputs and the blocks' own chain with its base (row_fit.h, ColumnBlockChainUs).
 double PriceColumnShape(const Region& region, const ReducePlacement& placement, const DeviceSpec& device,
                         const ColumnTraffic& t, const ColumnLaunch& launch, int64_t waste, RowFit& f) {
   const ReduceSpace& space = placement.space;
@@ -205,7 +206,7 @@ double PriceColumnShape(const Region& region, const ReducePlacement& placement, 
   f.blocks_per_sm = static_cast<int>(per_sm);
   f.ahead = launch.ahead > 0 ? launch.ahead : StreamedAhead(region, placement, device, launch, tiles * launch.split);
   return std::max({price, ColumnChainUs(device, f.chained, placement.levels, tiles * launch.split, per_sm),
-                   ColumnBlockChainUs(device, f, placement.levels, tiles * launch.split)});
+                   ColumnBlockChainUs(device, f, placement.levels, tiles * launch.split) + kColumnChainBaseUs});
 }
 
 // The fields every column fit carries besides its shape.

@@ -213,13 +213,19 @@ double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int lev
 // over its share streams ceil(values / ahead) of them; a cached share, one) at kColumnRoundUs,
 // each level's merge across its warps (ColumnMerge: kColumnLevelUs, and kColumnWarpFoldUs a
 // warp), and a split block's partials through global memory (kColumnSplitBlockUs). A launch
-// takes at least that per wave of resident blocks, plus kColumnChainBaseUs (its ramp and drain).
+// takes at least that per wave of resident blocks.
 // Fitted on the lent H200 (kiln tune, L2 flushed: bench/results/2026-11-29-session35 run 1, 715
 // candidates of 39 column regions, 14 of them shapes never tuned on, kept out of the fit to test
 // it): the model without the chain was 0.60 off in rms of log(measured / predicted) over all
 // candidates, and 2-6x low for blocks of one to four vectors a thread (sum over axis 0 of [8192,
 // 1536] bf16 split 64 over 512 threads: 26.8 us measured, 11.9 predicted; 13.5 split 16 over
-// 256 threads); with it 0.39, and 0.23 over the candidates within 1.5x of each region's fastest.
+// 256 threads); with it 0.39, and 0.28 over the candidates within 1.5x of each region's fastest.
+// A base of kColumnChainBaseUs per launch (a kernel's ramp and drain) fits them better still,
+// 0.23, and FitColumnOnChip adds it when it compares a region's shapes (the defaults of run 2:
+// 1.07x the fastest candidate in geometric mean over the 39 regions, against 1.11x before).
+// Every kernel has one, though, and in the region's price (which fusion compares with the other
+// kinds', whose model has none) it kept a tanh out of the bias gradient summing it, [3000, 200]
+// bf16 (found by scripts/gpu-check in run 2): the price leaves it out.
 inline constexpr double kColumnRoundUs = 0.6;
 inline constexpr double kColumnLevelUs = 0.8;
 inline constexpr double kColumnWarpFoldUs = 0.05;
