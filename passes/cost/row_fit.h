@@ -211,9 +211,9 @@ inline constexpr double kColumnLevelWaveUs = 5.4;
 double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm);
 // A column block's own chain, which bandwidth does not shorten: its rounds of loads (each pass
 // over its share streams ceil(values / ahead) of them; a cached share, one) at kColumnRoundUs,
-// each level's merge across its warps (ColumnMerge: kColumnLevelUs, and kColumnWarpFoldUs a
-// warp), and a split block's partials through global memory (kColumnSplitBlockUs). A launch
-// takes at least that per wave of resident blocks.
+// and each level's merge across its warps (ColumnMerge: kColumnLevelUs, and kColumnWarpFoldUs a
+// warp); a split's merge through global memory is SplitMergeUs's. A launch takes at least that
+// per wave of resident blocks.
 // Fitted on the lent H200 (kiln tune, L2 flushed: bench/results/2026-11-29-session35 run 1, 715
 // candidates of 39 column regions, 14 of them shapes never tuned on, kept out of the fit to test
 // it): the model without the chain was 0.60 off in rms of log(measured / predicted) over all
@@ -229,8 +229,8 @@ double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int lev
 inline constexpr double kColumnRoundUs = 0.6;
 inline constexpr double kColumnLevelUs = 0.8;
 inline constexpr double kColumnWarpFoldUs = 0.05;
-inline constexpr double kColumnSplitBlockUs = 2.0;
 inline constexpr double kColumnChainBaseUs = 4.0;
+inline constexpr double kColumnSplitBlockUs = 1.0;
 double ColumnBlockChainUs(const DeviceSpec& device, const RowFit& fit, int levels, int64_t blocks);
 // Blocks of `threads` per SM that `registers` a thread and `smem_bytes` of shared memory a
 // block (plus the 1 KB the runtime reserves per block) allow, at most `cap`; 0 where a block
