@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 35 run 3: the final build (the column block chain; its base only between a region's
+# shapes). scripts/gpu-check, tests part, then the zoo's column, middle and multi-axis classes
+# with --check (their defaults are the only zoo kernels that changed: col_max_768, hw_mean_nhwc,
+# mid_sum_heads).
+tar xzf .carry/gbz/gb.tgz -C .carry
+export LD_LIBRARY_PATH=$PWD/.carry/bundle/lib:/usr/local/cuda/lib64 PYTHONPATH=$PWD/python:$PWD/bench KILN_SOURCE_DIR=$PWD
+export TORCHINDUCTOR_COMPILE_THREADS=16 KILN_CACHE_DIR=/tmp/kc
+[ -e .carry/bundle/lib/libkiln.so.0.1 ] || ln -s libkiln.so .carry/bundle/lib/libkiln.so.0.1
+[ -e .carry/gbx/bin ] || { mkdir -p .carry/gbx && ln -sfn ../gb/bin .carry/gbx/bin && ln -sfn ../bundle/lib .carry/gbx/lib; }
+start=$(date +%s); mkdir -p $OUT/r
+KILN_GPU_CHECK_OUT=$OUT/r/gpu-check KILN_GPU_CHECK_PARTS=tests KILN_GPU_CHECK_JOBS=8 timeout 330 scripts/gpu-check --bundle .carry/gbx > $OUT/r/gpu_check.txt 2>&1
+echo "gpu-check rc=$? at $(( $(date +%s) - start )) s"; grep -E "passed|failed" $OUT/r/gpu_check.txt | grep -v " 0 failed" | tail -5; grep -E "cases" $OUT/r/gpu_check.txt | tail -2
+tar czf $OUT/r/gc.tgz -C $OUT/r gpu-check 2>/dev/null && rm -rf $OUT/r/gpu-check
+left=$(( 585 - ($(date +%s) - start) ))
+timeout $left python3 bench/zoo.py --kiln .carry/gb/bin/kiln --no-tune --check --classes column,middle,multi-axis --json $OUT/r/zoo.json > $OUT/r/zoo.txt 2>&1
+echo "zoo rc=$? at $(( $(date +%s) - start )) s"; grep -E "^workload|_f32 |_bf16 |_f16 |^zoo:|problem|region" $OUT/r/zoo.txt | grep -v "^zoo.py" | cut -c1-200
+tar czf $OUT/r.tgz -C $OUT r && rm -rf $OUT/r
