@@ -13,11 +13,13 @@
 
 namespace kiln::testing_codegen {
 
-inline Analysis AnalyzeText(const std::string& text, const DebugOptions& debug = {}) {
+// `device`: a named spec ("h200"), or "" for AnalyzeOptions' default.
+inline Analysis AnalyzeText(const std::string& text, const DebugOptions& debug = {}, const std::string& device = "") {
   auto graph = ParseGraph(text);
   EXPECT_TRUE(graph.ok()) << graph.status();
   AnalyzeOptions options;
   options.debug = debug;
+  if (!device.empty()) options.device = device;
   auto analysis = Analyze(std::move(*graph), options);
   EXPECT_TRUE(analysis.ok()) << analysis.status();
   return std::move(*analysis);

@@ -152,15 +152,11 @@ TEST(KernelParamsTest, AColumnClusterHoldsAtMostFourBlocks) {
 // model's choice without shared memory (the default it replaced: 59.3 against 55.5 us, session
 // 34 runs 3 and 5), the same shape streamed, and the variations around that.
 TEST(KernelParamsTest, ASharedColumnDefaultKeepsTheStreamedFamilyAsCandidates) {
-  auto graph = ParseGraph(R"(graph g(x: f16[8,21,512,512]) {
+  const Analysis analysis = testing_codegen::AnalyzeText(R"(graph g(x: f16[8,21,512,512]) {
     y: f16[8,21,512,512] = softmax(x) {axis = 1}
     return y
-  })");
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  AnalyzeOptions options;
-  options.device = "h200";
-  auto a = Analyze(std::move(*graph), options);
-  ASSERT_TRUE(a.ok()) << a.status();
+  })", {}, "h200");
+  const Analysis* a = &analysis;
   const Region* r = testing_codegen::KernelRegions(a->plan).at(0);
   ASSERT_EQ(r->kind, RegionKind::kColumnReduction);
   const KernelParams d = DefaultParams(*r, a->plan.device);
@@ -197,12 +193,8 @@ TEST(KernelParamsTest, ACandidatesPredictionPricesTheDefaultAsTheRegion) {
       "graph g(x: f32[64,8192,16]) {\n y: f32[64,8192,16] = softmax(x) {axis = 1}\n return y\n}",
   };
   for (const char* text : graphs) {
-    auto graph = ParseGraph(text);
-    ASSERT_TRUE(graph.ok()) << graph.status();
-    AnalyzeOptions options;
-    options.device = "h200";
-    auto a = Analyze(std::move(*graph), options);
-    ASSERT_TRUE(a.ok()) << a.status();
+    const Analysis analysis = testing_codegen::AnalyzeText(text, {}, "h200");
+    const Analysis* a = &analysis;
     const Region* r = testing_codegen::KernelRegions(a->plan).at(0);
     ASSERT_EQ(r->kind, RegionKind::kColumnReduction) << text;
     const double region_us = EstimateRunTime(*r, a->plan.device).total_us;
