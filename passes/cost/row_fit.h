@@ -211,9 +211,9 @@ inline constexpr double kColumnLevelWaveUs = 5.4;
 double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int levels, int64_t blocks, int64_t per_sm);
 // A column block's own chain, which bandwidth does not shorten: its rounds of loads (each pass
 // over its share streams ceil(values / ahead) of them; a cached share, one) at kColumnRoundUs,
-// and each level's merge across its warps (ColumnMerge: kColumnLevelUs, and kColumnWarpFoldUs a
-// warp); a split's merge through global memory is SplitMergeUs's. A launch takes at least that
-// per wave of resident blocks.
+// each level's merge across its warps (ColumnMerge: kColumnLevelUs, and kColumnWarpFoldUs a
+// warp), and a split block's partials (kColumnSplitBlockUs, beyond the merge SplitMergeUs
+// prices). A launch takes at least that per wave of resident blocks.
 // Fitted on the lent H200 (kiln tune, L2 flushed: bench/results/2026-11-29-session35 run 1, 715
 // candidates of 39 column regions, 14 of them shapes never tuned on, kept out of the fit to test
 // it): the model without the chain was 0.60 off in rms of log(measured / predicted) over all
@@ -221,11 +221,12 @@ double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int lev
 // 1536] bf16 split 64 over 512 threads: 26.8 us measured, 11.9 predicted; 13.5 split 16 over
 // 256 threads); with it 0.39, and 0.28 over the candidates within 1.5x of each region's fastest.
 // A base of kColumnChainBaseUs per launch (a kernel's ramp and drain) fits them better still,
-// 0.23, and FitColumnOnChip adds it when it compares a region's shapes (the defaults of run 2:
-// 1.07x the fastest candidate in geometric mean over the 39 regions, against 1.11x before).
+// 0.23, and FitColumnOnChip adds it when it compares a region's shapes (the defaults, runs 2 and
+// 4: 1.07x the fastest candidate in geometric mean over the 39 regions, against 1.11x before).
 // Every kernel has one, though, and in the region's price (which fusion compares with the other
 // kinds', whose model has none) it kept a tanh out of the bias gradient summing it, [3000, 200]
-// bf16 (found by scripts/gpu-check in run 2): the price leaves it out.
+// bf16 (found by scripts/gpu-check in run 2): the price leaves it out. The split term fitted at
+// 2 us; at that it took [1000, 96] apart the same way (run 3), so it is 1 us.
 inline constexpr double kColumnRoundUs = 0.6;
 inline constexpr double kColumnLevelUs = 0.8;
 inline constexpr double kColumnWarpFoldUs = 0.05;
