@@ -219,7 +219,8 @@ double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int lev
 // it): the model without the chain was 0.60 off in rms of log(measured / predicted) over all
 // candidates, and 2-6x low for blocks of one to four vectors a thread (sum over axis 0 of [8192,
 // 1536] bf16 split 64 over 512 threads: 26.8 us measured, 11.9 predicted; 13.5 split 16 over
-// 256 threads); with it 0.39, and 0.28 over the candidates within 1.5x of each region's fastest.
+// 256 threads); with it 0.40 (0.26 over the candidates within 1.5x of each region's fastest,
+// against 0.29).
 // A base of kColumnChainBaseUs per launch (a kernel's ramp and drain) fits them better still,
 // 0.23, and FitColumnOnChip adds it when it compares a region's shapes (the defaults, runs 2 and
 // 4: 1.07x the fastest candidate in geometric mean over the 39 regions, against 1.11x before).
