@@ -3,9 +3,11 @@
 // (FitColumnLaunch, for the tuner's candidates). A region reduces K of [outer, K, inner] for
 // each column of inner; a tile is `lanes` threads along inner, each a `vector` of columns, and
 // `threads` along K; a tile's K may be split over blocks (merged through global memory or one
-// cluster). Each shape is priced by LaunchPrice (row_fit.h) with the column kernel's registers,
-// its passes over K (one where the tile's share is cached in registers or shared memory) and,
-// for a cached tile that stores full-space outputs, its chain of latencies (ColumnChainUs).
+// cluster). Every shape, the region's own included, has one price, ColumnEstimate: its bytes at
+// the bandwidth its blocks draw with the column kernel's registers, its passes over K (one where
+// the tile's share is cached in registers or shared memory), its chains of latencies
+// (ColumnChainUs, ColumnBlockChainUs) and its split's merge. The fit ranks shapes by it,
+// fusion sees it (kinds::PriceColumn) and every tuning candidate gets it (FitColumnLaunch).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -164,12 +166,11 @@ int StreamedAhead(const Region& region, const ReducePlacement& placement, const 
   return widest * launch.vector < 16 || alone ? 8 : 4;
 }
 
-// Sets the shape fields of `f` for `launch` (its cache as given) and returns the model's
-// price of it, to compare with the region's other shapes: LaunchPrice over its blocks (`waste`:
-// the bytes of straddled sectors a pass adds), at least the chain of a cached tile that stores
-// full-space outputs and the blocks' own chain with its base (row_fit.h, ColumnBlockChainUs).
-double PriceColumnShape(const Region& region, const ReducePlacement& placement, const DeviceSpec& device,
-                        const ColumnTraffic& t, const ColumnLaunch& launch, int64_t waste, RowFit& f) {
+// Sets the fields of `f` for `launch` (its cache as given): its shape, the registers and shared
+// memory that give its residency, its passes and vectors in flight, and what every column fit
+// carries besides (the share, whether split blocks wait). Its price is ColumnEstimate's.
+void ShapeColumnFit(const Region& region, const ReducePlacement& placement, const DeviceSpec& device,
+                    const ColumnTraffic& t, const ColumnLaunch& launch, RowFit& f) {
   const ReduceSpace& space = placement.space;
   const int64_t lanes = launch.lanes, block = lanes * launch.threads;
   const int64_t tiles = space.outer * ((space.inner + lanes * launch.vector - 1) / (lanes * launch.vector));
@@ -177,47 +178,65 @@ double PriceColumnShape(const Region& region, const ReducePlacement& placement, 
   const bool in_registers = launch.cache == ColumnCache::kRegisters;
   const bool in_smem = launch.cache == ColumnCache::kShared;
   const bool cached = in_registers || in_smem;
-  const int passes = cached ? 1 : t.streamed_passes;
-  const bool waits = SplitBlocksWait(placement.levels, t.full_outputs);
   const int64_t registers = in_smem ? kSharedCacheRegisters
                                     : ColumnRegisters(in_registers ? per_thread : 0, launch.vector, t.row_inputs, placement);
   const int64_t smem_bytes =
       in_smem ? ColumnSharedBytes(region, placement, launch.vector, launch.threads, launch.split, block) : 0;
-  // A cached tile that stores its columns loads, reduces and stores in turn, as a row
-  // block does (LonePhaseUs): softmax over axis 1 of [8, 1024, 512] f32, 128 tiles of
-  // 512 threads alone on their SMs 14.8 us, 256 tiles of 256 threads two an SM 12.9
-  // (H200, kiln tune: bench/results/2026-11-29-session33, run 1).
-  const double price = LaunchPrice(device, t.bytes + passes * waste, (passes - 1) * t.row_bytes, tiles * launch.split,
-                                   block, launch.split, placement.levels, registers, smem_bytes,
-                                   cached && t.full_outputs, waits, launch.threads, false,
-                                   ColumnThreadWorth(launch.vector, space.inner));
-  const int64_t per_sm = BlocksPerSm(device, block, registers, smem_bytes, 1024 / block);
   f.row_inputs = t.row_inputs;
   f.vector = launch.vector;
   f.lanes = launch.lanes;
   f.threads = launch.threads;
   f.split = launch.split;
+  f.cluster = launch.cluster;
   f.per_thread = per_thread;
   f.on_chip = cached;
   f.shared = in_smem;
   f.smem_bytes = smem_bytes;
   f.chained = cached && t.full_outputs;
-  f.passes = passes;
-  f.blocks_per_sm = static_cast<int>(per_sm);
+  f.passes = cached ? 1 : t.streamed_passes;
+  f.blocks_per_sm = static_cast<int>(BlocksPerSm(device, block, registers, smem_bytes, 1024 / block));
+  // A cached tile that stores its columns loads, reduces and stores in turn, as a row block
+  // does (LonePhaseUs): softmax over axis 1 of [8, 1024, 512] f32, 128 tiles of 512 threads
+  // alone on their SMs 14.8 us, 256 tiles of 256 threads two an SM 12.9 (H200, kiln tune:
+  // bench/results/2026-11-29-session33, run 1).
+  f.phase_us = f.chained ? LonePhaseUs(device, tiles * launch.split, block, registers, smem_bytes) : 0;
   f.ahead = launch.ahead > 0 ? launch.ahead : StreamedAhead(region, placement, device, launch, tiles * launch.split);
-  return std::max({price, ColumnChainUs(device, f.chained, placement.levels, tiles * launch.split, per_sm),
-                   ColumnBlockChainUs(device, f, placement.levels, tiles * launch.split) + kColumnChainBaseUs});
-}
-
-// The fields every column fit carries besides its shape.
-void FinishColumnFit(const ReducePlacement& placement, const ColumnTraffic& t, RowFit& fit) {
-  fit.row_inputs = t.row_inputs;
-  fit.share = (placement.space.reduced + fit.split - 1) / fit.split;
-  fit.split_waits = SplitBlocksWait(placement.levels, t.full_outputs);
-  fit.online_max_sum = !placement.online_max.empty();
+  f.share = (space.reduced + f.split - 1) / f.split;
+  f.split_waits = SplitBlocksWait(placement.levels, t.full_outputs);
+  f.online_max_sum = !placement.online_max.empty();
 }
 
 }  // namespace
+
+RunTimeEstimate ColumnEstimate(const Region& region, const ReducePlacement& placement, const RowFit& fit,
+                               const DeviceSpec& device, RunTimeEstimate e) {
+  e.row_on_chip = fit.on_chip;
+  e.passes = fit.passes;
+  e.row_fit = fit.reason;
+  const ReduceSpace& s = placement.space;
+  for (const Node* in : region.inputs) {
+    const Placement& p = placement.Of(in);
+    if (p.reduced()) e.bytes_read += (e.passes - 1) * in->num_bytes();
+    if (!p.reduced() || NumElements(p.Part(in, 2)) != s.inner) continue;
+    const int64_t b = ByteSize(in->dtype());
+    const double waste = SegmentWaste(s.inner * b, std::min(fit.lanes, 32) * fit.vector * b, b);
+    e.wasted_bytes += static_cast<int64_t>((waste - 1) * static_cast<double>(e.passes * in->num_bytes()));
+  }
+  const int64_t tiles = s.outer * ((s.inner + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
+  const int64_t block = fit.threads * fit.lanes;
+  e.blocks = tiles * fit.split;
+  FinishEstimate(device, device.f32_flops_per_us,
+                 DrawnBandwidth(device, e.blocks, block, fit.blocks_per_sm, ColumnThreadWorth(fit.vector, s.inner)), 1, e);
+  const double waves = WaitingWaves(device, fit, e.blocks, block, e);
+  const double merge_us =
+      SplitMergeUs(device, fit.split, fit.threads, placement.levels, fit.split_waits, waves, fit.cluster);
+  e.compute_us = std::max({e.compute_us, ColumnChainUs(device, fit.chained, placement.levels, e.blocks, fit.blocks_per_sm),
+                           ColumnBlockChainUs(device, fit, placement.levels, e.blocks) + kColumnChainBaseUs});
+  e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
+  e.launch_us += merge_us + fit.phase_us;
+  e.total_us += merge_us + fit.phase_us;
+  return e;
+}
 
 RowFit FitColumnLaunch(const Region& region, const ReducePlacement& placement, const DeviceSpec& device,
                        ColumnLaunch launch) {
@@ -235,9 +254,7 @@ RowFit FitColumnLaunch(const Region& region, const ReducePlacement& placement, c
     launch.cache = ColumnCache::kStreamed;
   }
   RowFit fit;
-  PriceColumnShape(region, placement, device, t, launch, 0, fit);
-  FinishColumnFit(placement, t, fit);
-  fit.cluster = launch.cluster;
+  ShapeColumnFit(region, placement, device, t, launch, fit);
   fit.reason = "a tuning candidate's launch";
   return fit;
 }
@@ -247,6 +264,7 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
   const ReduceSpace& space = placement.space;
   const int64_t K = space.reduced, I = space.inner;
   const ColumnTraffic traffic = TrafficOf(region, placement);
+  const RunTimeEstimate work = TrafficAndWork(region);
   fit.row_inputs = traffic.row_inputs;
   const int streamed_passes = traffic.streamed_passes;
   // The launch shapes the column kernel has, priced: tiles of 32, 16 or 8 lanes of a vector
@@ -270,17 +288,6 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
     const int64_t most_split = I % vector != 0 ? 1 : 512;
     for (int64_t lanes = std::min<int64_t>(kWarp, RoundUpPow2((I + vector - 1) / vector)); lanes >= 1; lanes /= 2) {
       if (lanes < min_lanes && lanes < RoundUpPow2((I + vector - 1) / vector)) break;
-      // The sectors the warps' segments straddle, as PriceColumn charges them, where the two
-      // vectors compete (without one, the fit is as measured before the ragged vector: pricing
-      // the waste moved a bias gradient over [16384, 4095] bf16 to a split 14% slower).
-      int64_t waste = 0;
-      for (const Node* in : ragged > 0 ? region.inputs : std::vector<Node*>{}) {
-        const Placement& p = placement.Of(in);
-        if (!p.reduced() || NumElements(p.Part(in, 2)) != I) continue;
-        const int64_t b = ByteSize(in->dtype());
-        waste += static_cast<int64_t>((SegmentWaste(I * b, std::min<int64_t>(lanes, 32) * vector * b, b) - 1) *
-                                      static_cast<double>(in->num_bytes()));
-      }
       // 128 and fewer last: taken only where clearly better. Blocks of one or two warps merge K
       // within a warp (or two) and keep up to 32 tiles an SM in their own phases: softmax over
       // the 21 classes of [8, 21, 512, 512] f16, 64 threads of 32 lanes streamed (2 along K),
@@ -309,7 +316,9 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
             if (smem_variant && !in_smem) continue;
             launch.cache = in_smem ? ColumnCache::kShared : in_registers ? ColumnCache::kRegisters : ColumnCache::kStreamed;
             RowFit shape;
-            const double price = PriceColumnShape(region, placement, device, traffic, launch, waste, shape);
+            ShapeColumnFit(region, placement, device, traffic, launch, shape);
+            if (shape.blocks_per_sm < 1) continue;  // its threads cannot all have their registers
+            const double price = ColumnEstimate(region, placement, shape, device, work).total_us;
             double& b = in_smem ? best_smem : best;
             if (b >= 0 && price >= b * 0.98) continue;  // a clearly better shape only
             b = price;
@@ -332,7 +341,6 @@ RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, c
     smem_fit.unshared = {fit.lanes, fit.vector, fit.split, fit.threads, fit.on_chip};
     fit = smem_fit;
   }
-  FinishColumnFit(placement, traffic, fit);
   // The split is chosen as merged through global memory, then run as one cluster where it can
   // be: pricing the cluster into the choice took softmax over the middle axis of [8, 1024, 512]
   // f32 from 16 blocks per tile (23.6 us) to a cluster of 8 (26.8 us; H100, L2 flushed).

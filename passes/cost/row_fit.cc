@@ -94,6 +94,24 @@ double SplitMergeUs(const DeviceSpec& device, int64_t split, int64_t fold_thread
   return device.split_latency_us + (wait ? waves * levels * (device.grid_sync_us + fold_us) : fold_us);
 }
 
+// Blocks that hold their SM until their row's merge is done do not let a wave be back-filled as
+// blocks finish, so a last wave half full takes as long as a full one (layer_norm over 32 rows
+// of 262144 f32: 576 blocks on 396 slots, measured 45.9 us where the unquantised price said
+// 30.1; bench/results/2026-11-27-session14, run 9).
+double WaitingWaves(const DeviceSpec& device, const RowFit& fit, int64_t blocks, int64_t threads,
+                    RunTimeEstimate& e) {
+  if (fit.split <= 1 || !fit.split_waits || device.sm_count <= 0) return 1;
+  int64_t per_sm = std::max<int64_t>(1, 1024 / std::max<int64_t>(threads, 1));
+  if (fit.blocks_per_sm > 0) per_sm = std::min<int64_t>(per_sm, fit.blocks_per_sm);
+  const double resident = static_cast<double>(device.sm_count * per_sm);
+  const double fraction = static_cast<double>(blocks) / resident;
+  if (fraction <= 1) return 1;
+  const double waves = std::ceil(fraction);
+  e.memory_us *= waves / fraction;
+  e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
+  return waves;
+}
+
 // The time the model gives a reduction launch: every byte once at the bandwidth its blocks draw
 // (half occupancy: 1024 threads per SM), the extra passes of a streamed kernel again (from L2
 // when the blocks' shares in flight fit in half of it), a split's merge (SplitMergeUs), and a

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <string>
 
+#include "passes/cost/cost_model.h"
 #include "passes/cost/device_spec.h"
 #include "passes/fusion/region.h"
 
@@ -97,10 +98,16 @@ struct RowFit {
 // it; everyone else reads ReducePlacement::fit).
 RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
 
+// The waves a split kernel whose blocks wait for each other's partials (RowFit::split_waits)
+// runs in, `blocks` of `threads` at the fit's residency; with e.memory_us (and e.total_us)
+// quantised to them. 1 for other kernels.
+double WaitingWaves(const DeviceSpec& device, const RowFit& fit, int64_t blocks, int64_t threads,
+                    RunTimeEstimate& e);
+
 // The column kernel's launch rule (templates/column_reduce.cuh), for a column-reduction region:
 // of its launch shapes (tiles 8 to 32 lanes wide along the inner axes, each lane a 16-byte
 // vector of a width dividing the inner extent; 32 to 1024 threads; a tile's K split over 1 to
-// 512 blocks) the one LaunchPrice prices lowest: cached on chip or streamed, waves, waits.
+// 512 blocks) the one ColumnEstimate prices lowest: cached on chip or streamed, waves, waits.
 RowFit FitColumnOnChip(const Region& region, const ReducePlacement& placement, const DeviceSpec& device);
 
 // Registers a reduction kernel's thread needs besides its cache: addressing, loop state and
@@ -126,6 +133,15 @@ struct ColumnLaunch {
 // is (codegen's CandidatePriceUs). A cache that cannot hold the share streams, as the emitter's.
 RowFit FitColumnLaunch(const Region& region, const ReducePlacement& placement, const DeviceSpec& device,
                        ColumnLaunch launch);
+// The one price of a column launch `fit` (FitColumnOnChip's shapes, FitColumnLaunch's
+// candidates, and the region's price, kinds::PriceColumn): `traffic`, the region's bytes and
+// work (TrafficAndWork), at the bandwidth its blocks draw, every extra streamed pass re-reading
+// the full-space inputs and paying the sectors their warps' segments straddle (SegmentWaste);
+// waiting waves quantised (WaitingWaves); at least the chains of latencies (ColumnChainUs,
+// ColumnBlockChainUs with its base); then the split's merge (SplitMergeUs) and a lone cached
+// block's phases.
+RunTimeEstimate ColumnEstimate(const Region& region, const ReducePlacement& placement, const RowFit& fit,
+                               const DeviceSpec& device, RunTimeEstimate traffic);
 
 // The model's time for a reduction launch of `blocks` blocks of `threads`: `bytes` once, the
 // `reread_bytes` of extra streamed passes (from L2 when what is in flight fits in half of it),
@@ -221,13 +237,13 @@ double ColumnChainUs(const DeviceSpec& device, bool cached_with_outputs, int lev
 // 1536] bf16 split 64 over 512 threads: 26.8 us measured, 11.9 predicted; 13.5 split 16 over
 // 256 threads); with it 0.40 (0.26 over the candidates within 1.5x of each region's fastest,
 // against 0.29).
-// A base of kColumnChainBaseUs per launch (a kernel's ramp and drain) fits them better still,
-// 0.23, and FitColumnOnChip adds it when it compares a region's shapes (the defaults, runs 2 and
-// 4: 1.07x the fastest candidate in geometric mean over the 39 regions, against 1.11x before).
-// Every kernel has one, though, and in the region's price (which fusion compares with the other
-// kinds', whose model has none) it kept a tanh out of the bias gradient summing it, [3000, 200]
-// bf16 (found by scripts/gpu-check in run 2): the price leaves it out. The split term fitted at
-// 2 us; at that it took [1000, 96] apart the same way (run 3), so it is 1 us.
+// A base of kColumnChainBaseUs per launch (a column kernel's ramp and drain) fits them better
+// still, 0.23. Run 5 of that session found no such base in small pointwise and row kernels
+// (predicted within 8%), so it is the column kernel's own, and ColumnEstimate carries it. It was
+// first left out of the region's price (only the fit's ranking had it), after it took a tanh
+// out of the bias gradient summing it, [3000, 200] bf16; the cause was that ranking and price
+// were two functions that combined the split's merge differently (session 36: one price now).
+// The split term fitted at 2 us; at that it took [1000, 96] apart the same way, so it is 1 us.
 inline constexpr double kColumnRoundUs = 0.6;
 inline constexpr double kColumnLevelUs = 0.8;
 inline constexpr double kColumnWarpFoldUs = 0.05;

@@ -54,24 +54,6 @@ RunTimeEstimate FitTerms(const Region& region) {
   return e;
 }
 
-// The waves a split kernel whose blocks wait for each other's partials runs in, with its memory
-// time quantised to them: such blocks hold their SM until their row's merge is done, so a wave
-// is not back-filled as blocks finish, and a last wave half full takes as long as a full one
-// (layer_norm over 32 rows of 262144 f32: 576 blocks on 396 slots, measured 45.9 us where the
-// unquantised price said 30.1; bench/results/2026-11-27-session14, run 9). 1 for other kernels.
-double WaitingWaves(const DeviceSpec& device, const RowFit& fit, int64_t blocks, int64_t threads,
-                    RunTimeEstimate& e) {
-  if (fit.split <= 1 || !fit.split_waits || device.sm_count <= 0) return 1;
-  int64_t per_sm = std::max<int64_t>(1, 1024 / std::max<int64_t>(threads, 1));
-  if (fit.blocks_per_sm > 0) per_sm = std::min<int64_t>(per_sm, fit.blocks_per_sm);
-  const double resident = static_cast<double>(device.sm_count * per_sm);
-  const double fraction = static_cast<double>(blocks) / resident;
-  if (fraction <= 1) return 1;
-  const double waves = std::ceil(fraction);
-  e.memory_us *= waves / fraction;
-  e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
-  return waves;
-}
 }  // namespace
 
 // As the row kernel runs it (row_fit.h): on chip, or streamed with every extra pass
@@ -107,39 +89,11 @@ RunTimeEstimate PriceRow(const Region& region, const DeviceSpec& device) {
   return e;
 }
 
-// As the column kernel runs it (row_fit.h's FitColumnOnChip): tiles of columns, each split
-// over `split` blocks for few tiles; every extra pass re-reads the full-space inputs; a full-space
-// input whose rows are not 32-byte aligned pays the sectors its warps' segments straddle.
+// As the column kernel runs it: its fit's launch, priced by the column rule itself
+// (column_fit.cc's ColumnEstimate), so that fusion sees the price the fit chose the shape by.
 RunTimeEstimate PriceColumn(const Region& region, const DeviceSpec& device) {
   if (!region.reduce) return PriceUnplaced(region, device);
-  RunTimeEstimate e = FitTerms(region);
-  const ReducePlacement& placement = *region.reduce;
-  const RowFit& fit = placement.fit;
-  const ReduceSpace& s = placement.space;
-  for (const Node* in : region.inputs) {
-    const Placement& p = placement.Of(in);
-    if (p.reduced()) e.bytes_read += (e.passes - 1) * in->num_bytes();
-    if (!p.reduced() || NumElements(p.Part(in, 2)) != s.inner) continue;
-    const int64_t b = ByteSize(in->dtype());
-    const double waste = SegmentWaste(s.inner * b, std::min(fit.lanes, 32) * fit.vector * b, b);  // row_fit.h
-    e.wasted_bytes += static_cast<int64_t>((waste - 1) * static_cast<double>(e.passes * in->num_bytes()));
-  }
-  const int64_t tiles = s.outer * ((s.inner + fit.lanes * fit.vector - 1) / (fit.lanes * fit.vector));
-  e.blocks = tiles * fit.split;
-  FinishEstimate(device, device.f32_flops_per_us,
-                 DrawnBandwidth(device, e.blocks, fit.threads * fit.lanes, fit.blocks_per_sm,
-                                ColumnThreadWorth(fit.vector, s.inner)),
-                 1, e);
-  const double waves = WaitingWaves(device, fit, e.blocks, fit.threads * fit.lanes, e);
-  const double merge_us = SplitMergeUs(device, fit.split, fit.threads, placement.levels,
-                                       fit.split_waits, waves, fit.cluster);
-  // A cached tile that writes full-space outputs: its chain of latencies per wave (row_fit.h).
-  e.compute_us = std::max({e.compute_us, ColumnChainUs(device, fit.chained, placement.levels, e.blocks, fit.blocks_per_sm),
-                           ColumnBlockChainUs(device, fit, placement.levels, e.blocks)});
-  e.total_us = std::max(e.memory_us, e.compute_us) + e.launch_us;
-  e.launch_us += merge_us;
-  e.total_us += merge_us;
-  return e;
+  return ColumnEstimate(region, *region.reduce, region.reduce->fit, device, TrafficAndWork(region));
 }
 
 }  // namespace kiln::kinds

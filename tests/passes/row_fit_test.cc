@@ -66,19 +66,6 @@ Row Softmax(int64_t n, const char* dtype, int64_t rows = 4096) {
   })", dtype, n, rows));
 }
 
-// softmax over axis 1 of `type` (a column reduction), through the default pipeline.
-Row ColumnSoftmax(const std::string& type) {
-  Row row;
-  row.graph = testing::Parse(absl::StrFormat(R"(graph g(x: %1$s) {
-    y: %1$s = softmax(x) {axis = 1}
-    return y
-  })", type));
-  if (!row.graph || !DefaultPipeline().Run(*row.graph, DebugOptions{}).ok()) return Row{};
-  row.region = testing::WholeRegion(*row.graph);
-  EXPECT_EQ(row.region.kind, RegionKind::kColumnReduction) << type;
-  return row;
-}
-
 TEST(RowFitTest, ABf16SoftmaxRowOf8192FitsOn128Threads) {
   Row r = Softmax(8192, "bf16");
   RowFit fit = r.region.reduce->fit;
@@ -328,42 +315,6 @@ TEST(RowFitTest, WaitingSplitBlocksArePricedInWholeWaves) {
   EXPECT_NEAR(s.memory_us, unquantised(sum.region, s), 1e-9 * s.memory_us);
 }
 
-// A softmax over a short non-innermost axis (the 21 classes of NCHW) keeps each column tile in
-// registers, and its time follows the waves of resident blocks (row_fit.h, ColumnChainUs):
-// measured 66.8 / 109.6 / 196.7 us at 128 / 256 / 512 threads. Blocks of one or two warps do
-// better (H200: 60.0 us at 32 threads cached, 58.8 at 64 streamed; session 28), and the fit
-// takes one of them (on the H100 spec, 32 threads: 8 lanes x 4 along K, cached); the price
-// carries the chain, and codegen launches what the fit chose. A column softmax that fits one
-// wave has no chain term and stays one region.
-TEST(RowFitTest, AShortColumnSoftmaxIsPricedByItsWaves) {
-  Row column = ColumnSoftmax("f16[8,21,512,512]");
-  ASSERT_NE(column.graph, nullptr);
-  const Region& region = column.region;
-  const RowFit& fit = region.reduce->fit;
-  EXPECT_LE(fit.threads * fit.lanes, 64) << fit.reason;
-  EXPECT_EQ(fit.threads, 4) << fit.reason;
-  EXPECT_TRUE(fit.on_chip) << fit.reason;
-  const DeviceSpec device = H100Spec();
-  const RunTimeEstimate e = EstimateRunTime(region, device);
-  const double chain = ColumnChainUs(device, true, region.reduce->levels, e.blocks, fit.blocks_per_sm);
-  EXPECT_GT(chain, e.memory_us);
-  EXPECT_NEAR(e.total_us, chain + e.launch_us, 1e-9 * e.total_us);
-  EXPECT_EQ(DefaultParams(region, device).block_size, fit.threads * fit.lanes);
-  EXPECT_EQ(ColumnChainUs(device, true, 2, device.sm_count, 1), 0.0);  // one wave
-  EXPECT_EQ(ColumnChainUs(device, false, 2, 100 * device.sm_count, 1), 0.0);
-
-  auto small = testing::Parse(R"(graph g(x: bf16[2,1000,96]) {
-    y: bf16[2,1000,96] = softmax(x) {axis = 1}
-    return y
-  })");
-  ASSERT_TRUE(DefaultPipeline().Run(*small, DebugOptions{}).ok());
-  absl::StatusOr<FusionPlan> plan = PlanFusion(*small, device);
-  ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->regions.size(), 1u);
-}
-
-// The cost model and codegen call the same rule, and the emitted kernel does what it says:
-// a row the rule keeps on chip is cached in registers, any other is streamed.
 // Rows of up to 1024 elements: `lanes` threads a row (ThreadsForShortRow), 128 threads a block
 // unless 128 would read under 4 KB of rows; the model prices the blocks the kernel launches.
 TEST(RowFitTest, ShortRowBlocksAreTheLaunchRulesBlocks) {
@@ -472,47 +423,6 @@ TEST(RowFitTest, ARowOfNarrowAccessesGetsAboutFourVectorsWorthAThread) {
   }
 }
 
-// A cached column tile's registers are its values plus 16 + 4 x vector (ptxas): softmax over
-// axis 1 of [8, 1024, 512] f32 is then not split over 16 blocks a tile (23.9 us) but kept in
-// one block a tile (14.7 us at 512 threads; H200, L2 flushed, bench/results/2026-11-28-session21).
-// And a tile that loads, reduces and then stores its columns is priced for its phases when it
-// would be alone on its SM (LonePhaseUs): 256 tiles of 256 threads, two an SM, 12.9 us, against
-// 128 tiles of 512 threads, one an SM, 14.8 (kiln tune, bench/results/2026-11-29-session33, run 1).
-TEST(RowFitTest, ACachedColumnTileIsPricedByItsOwnRegisters) {
-  Row column = ColumnSoftmax("f32[8,1024,512]");
-  ASSERT_NE(column.graph, nullptr);
-  const RowFit& fit = column.region.reduce->fit;
-  EXPECT_TRUE(fit.on_chip) << fit.reason;
-  EXPECT_EQ(fit.split, 1) << fit.reason;
-  EXPECT_EQ(fit.threads * fit.lanes, 256) << fit.reason;
-  EXPECT_GE(fit.blocks_per_sm, 2) << fit.reason;
-}
-
-// A column tile whose share the registers do not hold is kept in shared memory, read once,
-// where the model prices that well below streaming it twice: softmax over the 21 classes of
-// [8, 21, 512, 512] f16 (measured 51-55 us against 59 streamed; session 34, run 3). Where the
-// registers hold a share (softmax over axis 1 of [32, 3000, 96] f32) they keep it: the shared
-// cache measured slower there. On the H200 spec, where those were measured.
-TEST(RowFitTest, AColumnShareTheRegistersDoNotHoldIsKeptInSharedMemory) {
-  Row classes = ColumnSoftmax("f16[8,21,512,512]");
-  ASSERT_NE(classes.graph, nullptr);
-  const Region on_h200 = testing::WholeRegion(*classes.graph, H200Spec());
-  const RowFit& fit = on_h200.reduce->fit;
-  EXPECT_TRUE(fit.shared) << fit.reason;
-  EXPECT_TRUE(fit.on_chip) << fit.reason;
-  EXPECT_EQ(fit.passes, 1) << fit.reason;
-  EXPECT_GT(fit.per_thread, kRowCacheFloatsPerThread) << fit.reason;
-  EXPECT_GT(fit.smem_bytes, 0) << fit.reason;
-  EXPECT_LE(2 * (fit.smem_bytes + 1024), H200Spec().smem_per_sm_bytes) << fit.reason;
-  EXPECT_NE(fit.reason.find("kept in shared memory"), std::string::npos) << fit.reason;
-
-  Row frames = ColumnSoftmax("f32[32,3000,96]");
-  ASSERT_NE(frames.graph, nullptr);
-  const Region frames_h200 = testing::WholeRegion(*frames.graph, H200Spec());
-  EXPECT_FALSE(frames_h200.reduce->fit.shared) << frames_h200.reduce->fit.reason;
-  EXPECT_TRUE(frames_h200.reduce->fit.on_chip) << frames_h200.reduce->fit.reason;
-}
-
 // layer_norm over [rows, n] bf16 with its [n] weight and bias, through the default pipeline.
 Row LayerNorm(int64_t rows, int64_t n) {
   Row row;
@@ -561,6 +471,8 @@ TEST(RowFitTest, FewShortRowsCacheTheirWeightsWithThem) {
   EXPECT_EQ(ks->source.find("x.x1["), std::string::npos) << ks->source;  // only x is in Vec
 }
 
+// The cost model and codegen call the same rule, and the emitted kernel does what it says:
+// a row the rule keeps on chip is cached in registers, any other is streamed.
 TEST(RowFitTest, TheKernelDoesWhatTheModelPrices) {
   for (const char* dtype : {"f32", "bf16"}) {
     for (int64_t n : {512, 1000, 1024, 2048, 8192, 12288, 16384, 32768, 40000}) {
