@@ -197,6 +197,11 @@ std::string TunedRegion::ToString() const {
     absl::StrAppend(&s, candidates[c].ToString());
     if (c < us.size()) absl::StrAppend(&s, absl::StrFormat(" %.1f us", us[c]));
     if (c < predicted_us.size() && predicted_us[c] >= 0) absl::StrAppend(&s, absl::StrFormat(" (pred %.1f)", predicted_us[c]));
+    if (c < registers.size() && registers[c] >= 0) {
+      absl::StrAppend(&s, " [", registers[c], " regs",
+                      c < spill_bytes.size() && spill_bytes[c] > 0 ? absl::StrCat(", ", spill_bytes[c], " B spilled") : "",
+                      "]");
+    }
     if (c == 0) absl::StrAppend(&s, " (default)");
     if (static_cast<int>(c) == chosen) absl::StrAppend(&s, " <-");
   }
@@ -257,6 +262,11 @@ absl::StatusOr<TuneResult> TunePlan(const Graph& graph, const FusionPlan& plan, 
     tuned.region = rc.region->id;
     tuned.candidates = rc.params;
     for (const KernelParams& p : rc.params) tuned.predicted_us.push_back(CandidatePriceUs(*rc.region, p, options.device));
+    // What ptxas gave each candidate, beside the model's price: the residency it really has.
+    for (const int index : rc.compiled) {
+      tuned.registers.push_back(compiled[index].compiled.registers);
+      tuned.spill_bytes.push_back(compiled[index].compiled.spill_store_bytes);
+    }
     const std::string path = directory.empty() ? "" : absl::StrCat(directory, "/", rc.key);
     std::optional<int> remembered;
     if (!path.empty() && options.reuse) {

@@ -63,9 +63,12 @@ struct TunedRegion {
   std::vector<double> us;                // median per candidate; empty when `cached`
   std::vector<double> predicted_us;      // the cost model's time per candidate (codegen's
                                          // CandidatePriceUs); -1 where it prices none
+  std::vector<int> registers;            // ptxas's registers a thread per candidate (-1: not reported)
+  std::vector<int64_t> spill_bytes;      // ptxas's spill stores per candidate, bytes
   int chosen = 0;                        // index into candidates
   bool cached = false;                   // the choice came from disk, nothing was timed
-  std::string ToString() const;          // "block=128 ... 101.2 us (pred 98.0) (default) | block=256 ... 95.3 us <-"
+  // "block=128 ... 101.2 us (pred 98.0) [64 regs] (default) | block=256 ... 95.3 us [40 regs, 16 B spilled] <-"
+  std::string ToString() const;
 };
 
 struct TuneResult {

@@ -9,6 +9,7 @@
 #include "passes/fusion/region_kind.h"
 #include "gtest/gtest.h"
 #include "runtime/artifact.h"
+#include "runtime/jit/autotune.h"
 #include "runtime/jit/kernel_cache.h"
 #include "tests/runtime/linear_graphs.h"
 
@@ -221,6 +222,21 @@ TEST(CompileTest, AKernelBelowItsPricedResidencySaysSo) {
   auto small = CompileFile(std::string(KILN_SOURCE_DIR) + "/examples/small/softmax.json", cache);
   ASSERT_TRUE(small.ok()) << small.status();
   EXPECT_EQ(NoteWith(*small, "ptxas gave"), "");
+}
+
+// `kiln tune`'s line for a region: each candidate's time, the model's price and what ptxas gave
+// it (registers, and spills where there are any), the default and the choice marked.
+TEST(TunedRegionTest, EachCandidateCarriesItsPriceAndItsRegisters) {
+  TunedRegion tuned;
+  tuned.candidates.resize(2);
+  tuned.candidates[1].block_size = 512;
+  tuned.us = {10.25, 9.5};
+  tuned.predicted_us = {8.0, -1};
+  tuned.registers = {64, 128};
+  tuned.spill_bytes = {0, 24};
+  tuned.chosen = 1;
+  EXPECT_EQ(tuned.ToString(), absl::StrCat(tuned.candidates[0].ToString(), " 10.2 us (pred 8.0) [64 regs] (default) | ",
+                                           tuned.candidates[1].ToString(), " 9.5 us [128 regs, 24 B spilled] <-"));
 }
 
 TEST(CompileTest, DiskCacheServesASecondProcess) {
