@@ -194,6 +194,19 @@ KernelParams DefaultParams(const Region& region, const DeviceSpec& device) {
     // Streamed: the vectors in flight per thread the fit chose (column_fit.cc's StreamedAhead).
     p.chunk = fit.on_chip ? 0 : fit.ahead >= 8 ? 8 : 1;
     p.smem = fit.shared;  // the share cached in shared memory (column_reduce.cuh's kSharedCache)
+    // A streamed tile is built for the residency the model prices (__launch_bounds__'s minimum
+    // blocks an SM): left to itself ptxas gives such kernels 32 to 128 registers where the
+    // model counts 72 to 80 (session 35's census), so they ran at a residency nobody priced.
+    // Bounded, ptxas unrolls to the budget: over eight streamed defaults (H200, kiln tune, L2
+    // flushed; bench/results/2026-11-29-session36, run 2) the sum over axis 0 of [512, 50257]
+    // bf16 went from 20.5 to 16.9 us (48 to 75 registers), of [8192, 1536] bf16 from 15.6 to
+    // 13.7, four others gained 3-4% or lost 1-4% (the mean over axis 0 of [16384, 11008] f16,
+    // 26.8 to 27.8); 0.96 in geometric mean. A tile cached in registers keeps ptxas's own
+    // count: bounded, the cache gave up registers (softmax over axis 1 of [1, 81, 50000] bf16,
+    // 128 to 96, 12.9 to 14.4 us). The tuner times both (CandidateParams).
+    if (!fit.on_chip && fit.blocks_per_sm >= 2 && fit.blocks_per_sm * p.block_size <= 2048) {
+      p.min_blocks = fit.blocks_per_sm;
+    }
     return p;
   }
   if (region.kind != RegionKind::kRowReduction) {
@@ -255,10 +268,13 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     return out;
   }
   if (region.kind == RegionKind::kColumnReduction) {
-    // The families below vary the default's shape; where the default keeps its share in shared
-    // memory they vary the same shape streamed (what the register rule gives it), and the
-    // shared-memory variants come last, so the tuner times both kinds.
+    // The families below vary the default's shape, unbounded (ptxas's own registers; the
+    // default's bound is the default's residency only), the default itself first; where the
+    // default keeps its share in shared memory they vary the same shape streamed (what the
+    // register rule gives it), and the shared-memory variants come last, so the tuner times both kinds.
     KernelParams d = out[0];
+    d.min_blocks = 0;
+    add(d);
     if (d.smem && d.chunk == 0) {
       const RowFit::Unshared& u = region.reduce->fit.unshared;
       KernelParams unshared = d;  // the model's choice without shared memory
@@ -397,6 +413,24 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
       p.split = split;
       p.cluster = !d.cluster || split != d.split;
       add(p);
+    }
+    // The default and the four shapes the model prices lowest, each with __launch_bounds__'s
+    // minimum at the residency the model gives it (BlocksPerSm of ColumnRegisters), as the
+    // default streamed tile is built (DefaultParams says why); cached tiles too, which the
+    // default leaves unbounded: log_softmax over axis 1 of [4, 500, 4096] f16, 16.4 us unbounded
+    // at 72 registers, 15.6 bounded at 128 (session 36, run 2).
+    std::vector<std::pair<double, KernelParams>> priced;
+    for (size_t c = 0; c < out.size(); ++c) {
+      if (out[c].smem || out[c].cluster) continue;
+      priced.push_back({c == 0 ? -1.0 : CandidatePriceUs(region, out[c], device), out[c]});
+    }
+    std::stable_sort(priced.begin(), priced.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t c = 0; c < priced.size() && c < 5; ++c) {
+      KernelParams p = priced[c].second;
+      const std::optional<RowFit> fit = CandidateColumnFit(region, p, device);
+      if (!fit || fit->blocks_per_sm < 2) continue;
+      p.min_blocks = std::min(fit->blocks_per_sm, 2048 / p.block_size);
+      if (p.min_blocks >= 2) add(p);
     }
     return out;
   }

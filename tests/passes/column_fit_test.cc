@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "codegen/emit_kernel.h"
 #include "codegen/kernel_params.h"
 #include "passes/cost/cost_model.h"
 #include "passes/cost/row_fit.h"
@@ -203,6 +204,39 @@ TEST(ColumnFitTest, AGradientAndItsBiasGradientAreOneKernelOnEveryShape) {
       }
     }
   }
+}
+
+// A streamed column tile is built for the residency its price assumes: __launch_bounds__ with
+// the fit's blocks an SM as the minimum, so ptxas may not take the registers that would let
+// fewer reside. A tile cached in registers keeps ptxas's own count. The tuner offers the
+// default unbounded beside it.
+TEST(ColumnFitTest, AStreamedTileIsBuiltForTheResidencyItIsPricedAt) {
+  auto sum = testing::Parse(R"(graph g(x: bf16[8192,1536]) {
+    y: bf16[1536] = reduce_sum(x) {axes = [0], keep_dims = false}
+    return y
+  })");
+  ASSERT_NE(sum, nullptr);
+  const Region streamed = testing::WholeRegion(*sum, H200Spec());
+  ASSERT_EQ(streamed.kind, RegionKind::kColumnReduction);
+  const RowFit& fit = streamed.reduce->fit;
+  ASSERT_FALSE(fit.on_chip) << fit.reason;
+  ASSERT_GE(fit.blocks_per_sm, 2) << fit.reason;
+  const KernelParams d = DefaultParams(streamed, H200Spec());
+  EXPECT_EQ(d.min_blocks, fit.blocks_per_sm) << d.ToString();
+  absl::StatusOr<KernelSource> ks = EmitKernel(streamed, d);
+  ASSERT_TRUE(ks.ok()) << ks.status();
+  EXPECT_NE(ks->source.find(absl::StrFormat("__launch_bounds__(%d, %d)", d.block_size, d.min_blocks)), std::string::npos);
+  KernelParams unbounded = d;
+  unbounded.min_blocks = 0;
+  const std::vector<KernelParams> candidates = CandidateParams(streamed, H200Spec());
+  EXPECT_NE(std::find(candidates.begin(), candidates.end(), unbounded), candidates.end());
+  for (const KernelParams& p : candidates) EXPECT_TRUE(ValidateParams(p).ok()) << p.ToString();
+
+  Row cached = ColumnSoftmax("bf16[3,300,2048]");
+  ASSERT_NE(cached.graph, nullptr);
+  const Region on_h200 = testing::WholeRegion(*cached.graph, H200Spec());
+  ASSERT_TRUE(on_h200.reduce->fit.on_chip) << on_h200.reduce->fit.reason;
+  EXPECT_EQ(DefaultParams(on_h200, H200Spec()).min_blocks, 0);
 }
 
 }  // namespace
