@@ -263,6 +263,8 @@ def zoo():
         W("multi-axis", abs_max("amax_all_bf16", "bf16", [16384, 4096]), "amax for fp8 scaling"),
         # Softmax over the last axis and over others.
         W("softmax", one_op("softmax_vocab32000_bf16", "softmax", "bf16", [1024, 32000]), "Llama-2 logits"),
+        W("softmax", one_op("softmax_router_65536x8_f32", "softmax", "f32", [65536, 8]),
+          "MoE router: 65536 tokens over 8 experts"),
         W("softmax", one_op("log_softmax_vocab128256_bf16", "log_softmax", "bf16", [512, 128256]), "Llama-3 logits"),
         W("softmax", one_op("softmax_vocab151936_bf16", "softmax", "bf16", [256, 151936]), "Qwen logits"),
         W("softmax", one_op("softmax_vocab50257_f16", "softmax", "f16", [1024, 50257]), "GPT-2 logits, odd width"),

@@ -43,11 +43,11 @@ absl::Status ValidateParams(const KernelParams& p) {
   }
   const int threads_per_row = p.rows_per_block > 0 ? p.block_size / p.rows_per_block : 0;
   if (p.rows_per_block != 1 && (p.rows_per_block * threads_per_row != p.block_size ||
-                                (threads_per_row != 4 && threads_per_row != 8 && threads_per_row != 16 &&
-                                 threads_per_row != 32))) {
+                                (threads_per_row != 1 && threads_per_row != 2 && threads_per_row != 4 &&
+                                 threads_per_row != 8 && threads_per_row != 16 && threads_per_row != 32))) {
     return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(),
                                                    ": rows per block must be 1 (a block per row) or block / G with G "
-                                                   "in {4, 8, 16, 32} threads per row (part of a warp, or a warp)"));
+                                                   "in {1, 2, 4, 8, 16, 32} threads per row (part of a warp, or a warp)"));
   }
   if (p.chunk < 0) {
     return absl::InvalidArgumentError(absl::StrCat("KernelParams ", p.ToString(), ": chunk must be >= 0"));
@@ -473,8 +473,11 @@ std::vector<KernelParams> CandidateParams(const Region& region, const DeviceSpec
     if (d.min_blocks > 0) p.min_blocks = std::min(d.min_blocks, kMaxBoundedThreadsPerSm / block);
     add(p);
   }
-  for (int lanes : {g / 2, g * 2, g * 4, 32}) {  // lanes per row: fewer vectors each, or more
-    if (d.rows_per_block == 1 || lanes < 4 || lanes > 32) continue;
+  // Lanes per row: more vectors each, or fewer; under four only where a thread would own at
+  // most four vectors (no serial loop over a row).
+  const int64_t row_vectors = (region.reduce->fit.share + d.vector_width - 1) / d.vector_width;
+  for (int lanes : {g / 2, g * 2, g * 4, 32}) {
+    if (d.rows_per_block == 1 || lanes < 1 || lanes > 32 || (lanes < 4 && row_vectors > 4 * lanes)) continue;
     KernelParams p = d;
     p.rows_per_block = p.block_size / lanes;
     if (p.chunk > 0) p.chunk = StreamedChunk(lanes, p.vector_width);

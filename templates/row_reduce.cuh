@@ -4,8 +4,8 @@
 // rows a run-time argument. The loop structure is here; codegen (codegen/emit_reduce.cc + reduce_values.cc)
 // generates only a `Body`: the fused expressions of one region, as small member functions
 // that this kernel calls (the contract is the RowKernel comment below). One row is owned by a
-// group of kThreadsPerRow threads: part of a warp (4, 8, 16 lanes: short rows, several per
-// warp), a warp, or a whole block; with kSplit > 1 by kSplit blocks at once (few long rows).
+// group of kThreadsPerRow threads: one thread or part of a warp (1, 2, 4, 8, 16 lanes: short
+// rows, several per warp), a warp, or a whole block; with kSplit > 1 by kSplit blocks at once (few long rows).
 //
 //   for each row r owned:
 //     BeginRow           per-row values that need no reduction (a target index, a row's bias)
@@ -467,9 +467,9 @@ struct RowShape {
   static constexpr bool kWait = kWait_ != 0;
   static constexpr bool kCluster = kCluster_ != 0;  // the split blocks are a cluster (ClusterMerge)
   static_assert(kBlock % 32 == 0 && kBlock >= 32 && kBlock <= 1024, "whole warps, at most 1024 threads");
-  static_assert(kThreadsPerRow == kBlock || (kThreadsPerRow >= 4 && kThreadsPerRow <= 32 &&
+  static_assert(kThreadsPerRow == kBlock || (kThreadsPerRow >= 1 && kThreadsPerRow <= 32 &&
                                              (kThreadsPerRow & (kThreadsPerRow - 1)) == 0),
-                "a row is owned by 4, 8, 16 or 32 lanes or by the whole block");
+                "a row is owned by 1, 2, 4, 8, 16 or 32 lanes or by the whole block");
   static_assert(kSplit >= 1 && (kSplit == 1 || kThreadsPerRow == kBlock), "a split row is owned by whole blocks");
   static_assert(kV >= 1 && kV <= 16 && (kV & (kV - 1)) == 0, "a vector is a power of two of elements");
   static_assert(kUnroll >= 1 && kUnroll <= 8, "the streamed loop unrolls 1 to 8 times");

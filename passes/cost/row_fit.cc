@@ -214,18 +214,31 @@ bool TryShared(const Region& region, const ReducePlacement& placement, const Dev
 }
 
 // Threads per row for a row of n <= 1024 in a warp-per-row kernel: the power of two in
-// [4, 32] that gives each thread about four vectors, all loaded before the row's merge: a
+// [min_lanes, 32] that gives each thread about four vectors, all loaded before the row's merge: a
 // thread of one vector spends most of its time in the merge with none of its loads in flight
 // (softmax over rows of 197 f16, H100, L2 flushed: 32 lanes of one vector each 66.5 us, 8 lanes
 // of three or four 52.1 us; kiln tune, 2026-11-26). At least the lanes that keep the row's
 // `inputs` cached within `limit` values each.
-int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs, int64_t limit) {
+int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs, int64_t limit, int min_lanes) {
   const int64_t vectors = (n + vector_width - 1) / vector_width;
-  int g = 4;
+  int g = min_lanes;
   while (g < 32 && (4 * g < vectors || (vectors + g - 1) / g * vector_width * inputs > limit)) {
     g *= 2;
   }
   return g;
+}
+
+// The fewest lanes a short row may take: 1 (a thread owns whole rows of up to four vectors, and
+// merges nothing) where the rows give every SM at least kShortRowThreadsPerSm threads that way,
+// else 4 as before (few rows keep their lanes, so their launch keeps its threads). Rows of 16
+// f32, four lanes of one vector each, kept one 16-byte load in flight a thread: the sum over
+// [1048576, 16] f32 ran at 20.0 us against torch.compile's 18.7 (H200, L2 flushed;
+// bench/results/2026-11-29-session34, run 1).
+constexpr int64_t kShortRowThreadsPerSm = 256;
+int FewestShortRowLanes(int64_t rows, const DeviceSpec& device) {
+  int lanes = 1;
+  while (lanes < 4 && rows * lanes < kShortRowThreadsPerSm * std::max<int64_t>(device.sm_count, 1)) lanes *= 2;
+  return lanes < 4 ? lanes : 4;
 }
 
 }  // namespace
@@ -337,7 +350,8 @@ RowFit FitRowOnChip(const Region& region, const ReducePlacement& placement, cons
     // rows of 197 f16 0.92x, layer_norm over 768 bf16 0.97x, softmax over 1024 bf16 0.98x, six
     // other short-row kernels level; but sums of rows of 16 f32, 2 KB a block, 1.18x:
     // bench/results/2026-11-27-session20, run 6).
-    const int64_t lanes = ThreadsForShortRow(n, RowVector(region, placement), fit.row_inputs, fit.cache_limit);
+    const int64_t lanes = ThreadsForShortRow(n, RowVector(region, placement), fit.row_inputs, fit.cache_limit,
+                                             FewestShortRowLanes(rows, device));
     int64_t row_bytes = 0;
     for (const Node* in : region.inputs) {
       if (IsCachedRowInput(placement, in)) row_bytes += n * ByteSize(in->dtype());

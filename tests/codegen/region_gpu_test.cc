@@ -138,6 +138,20 @@ TEST_F(RegionGpuTest, RowKernelsUnderEveryCandidateParams) {
   }
 }
 
+// Many short rows: a thread owns a whole row (one or two lanes a row where each has at most four
+// vectors; row_fit.cc's FewestShortRowLanes), odd widths with heads and tails included, under
+// every candidate (four lanes and more among them).
+TEST_F(RegionGpuTest, ManyShortRowsOfOneOrTwoLanes) {
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{34000, 3}, {34000, 8}, {34001, 16}, {40000, 20}}) {
+    const std::map<std::string, Tensor> targets = XentTargets(rows, n, 5);
+    for (const auto& [name, text] : RowGraphs(rows, n)) {
+      CheckOptions options;
+      if (name == "xent_bf16") options.inputs = &targets;
+      CheckEveryCandidate(absl::StrFormat("%s_%dx%d", name, rows, n), text, options);
+    }
+  }
+}
+
 // Persistent launches (KernelParams::max_grid): more rows or vectors than the SMs' blocks, each
 // block looping over several; the cross entropy's mean combines its rows' losses across blocks.
 // Only the candidates with max_grid, on the h100 spec (132 SMs: grids of 1056 to 4224 blocks);

@@ -318,15 +318,35 @@ TEST(RowFitTest, WaitingSplitBlocksArePricedInWholeWaves) {
 // Rows of up to 1024 elements: `lanes` threads a row (ThreadsForShortRow), 128 threads a block
 // unless 128 would read under 4 KB of rows; the model prices the blocks the kernel launches.
 TEST(RowFitTest, ShortRowBlocksAreTheLaunchRulesBlocks) {
-  // Rows of 16 f32: 4 lanes of one vector; 32 rows of 64 bytes at 128 threads, so 256.
+  // Rows of 16 f32, a million of them: a thread owns a row (four vectors, no merge), 128 rows
+  // of 64 bytes a block. 4096 such rows keep four lanes of one vector each: a thread a row
+  // would leave the SMs 4096 threads; 32 rows of 64 bytes at 128 threads, so 256.
   Row tiny = WholeGraph(R"(graph g(x: f32[1048576,16]) {
     s: f32[1048576] = reduce_sum(x) {axes = [1], keep_dims = false}
     return s
   })");
   const RowFit& t = tiny.region.reduce->fit;
-  EXPECT_EQ(t.block, 256);
-  EXPECT_EQ(t.rows_per_block, 64);
-  EXPECT_EQ(EstimateRunTime(tiny.region, H100Spec()).blocks, 1048576 / 64);
+  EXPECT_EQ(t.block, 128);
+  EXPECT_EQ(t.rows_per_block, 128);
+  EXPECT_EQ(EstimateRunTime(tiny.region, H100Spec()).blocks, 1048576 / 128);
+  const KernelParams one_lane = DefaultParams(tiny.region, H100Spec());
+  EXPECT_EQ(ThreadsPerRow(one_lane), 1) << one_lane.ToString();
+  EXPECT_TRUE(ValidateParams(one_lane).ok());
+  for (const KernelParams& c : CandidateParams(tiny.region, H100Spec())) {
+    EXPECT_TRUE(ValidateParams(c).ok()) << c.ToString();
+    EXPECT_LE(16 / c.vector_width, 4 * ThreadsPerRow(c)) << c.ToString();  // at most four vectors a thread
+  }
+  Row five = WholeGraph(R"(graph g(x: f32[40000,20]) {
+    s: f32[40000] = reduce_sum(x) {axes = [1], keep_dims = false}
+    return s
+  })");  // five vectors a row: two lanes
+  EXPECT_EQ(ThreadsPerRow(DefaultParams(five.region, H100Spec())), 2);
+  Row few = WholeGraph(R"(graph g(x: f32[4096,16]) {
+    s: f32[4096] = reduce_sum(x) {axes = [1], keep_dims = false}
+    return s
+  })");
+  EXPECT_EQ(few.region.reduce->fit.block, 256);
+  EXPECT_EQ(few.region.reduce->fit.rows_per_block, 64);
   // Softmax over rows of 197 f16 (ViT scores): 25 vectors a row over 8 lanes; 16 rows of 394
   // bytes at 128 threads read 6.3 KB.
   Row vit = Softmax(197, "f16", 65536);
