@@ -125,16 +125,22 @@ void CheckEveryCandidate(const std::string& label, const std::string& text, Chec
   }
 }
 
+// Every row graph of RowGraphs over [rows, n] under every candidate (the cross entropy's
+// targets drawn with `seed`).
+void CheckRowGraphsUnderEveryCandidate(int64_t rows, int64_t n, int seed) {
+  const std::map<std::string, Tensor> targets = XentTargets(rows, n, seed);
+  for (const auto& [name, text] : RowGraphs(rows, n)) {
+    CheckOptions options;
+    if (name == "xent_bf16") options.inputs = &targets;
+    CheckEveryCandidate(absl::StrFormat("%s_%dx%d", name, rows, n), text, options);
+  }
+}
+
 // Every KernelParams candidate of each row region (block sizes, warp or block per row, cached
 // or streamed) computes the same function.
 TEST_F(RegionGpuTest, RowKernelsUnderEveryCandidateParams) {
   for (auto [rows, n] : {std::pair<int64_t, int64_t>{7, 33}, {33, 1000}, {5, 4097}, {3, 40000}}) {
-    const std::map<std::string, Tensor> targets = XentTargets(rows, n, 3);
-    for (const auto& [name, text] : RowGraphs(rows, n)) {
-      CheckOptions options;
-      if (name == "xent_bf16") options.inputs = &targets;
-      CheckEveryCandidate(absl::StrFormat("%s_%dx%d", name, rows, n), text, options);
-    }
+    CheckRowGraphsUnderEveryCandidate(rows, n, 3);
   }
 }
 
@@ -143,12 +149,7 @@ TEST_F(RegionGpuTest, RowKernelsUnderEveryCandidateParams) {
 // every candidate (four lanes and more among them).
 TEST_F(RegionGpuTest, ManyShortRowsOfOneOrTwoLanes) {
   for (auto [rows, n] : {std::pair<int64_t, int64_t>{34000, 3}, {34000, 8}, {34001, 16}, {40000, 20}}) {
-    const std::map<std::string, Tensor> targets = XentTargets(rows, n, 5);
-    for (const auto& [name, text] : RowGraphs(rows, n)) {
-      CheckOptions options;
-      if (name == "xent_bf16") options.inputs = &targets;
-      CheckEveryCandidate(absl::StrFormat("%s_%dx%d", name, rows, n), text, options);
-    }
+    CheckRowGraphsUnderEveryCandidate(rows, n, 5);
   }
 }
 

@@ -17,10 +17,7 @@
 namespace kiln {
 namespace {
 
-struct Row {
-  std::unique_ptr<Graph> graph;
-  Region region;
-};
+using Row = testing::GraphRegion;
 
 // softmax over axis 1 of `type` (a column reduction), through the default pipeline.
 Row ColumnSoftmax(const std::string& type) {

@@ -42,6 +42,12 @@ inline Region WholeRegion(const Graph& g, const DeviceSpec& device = H100Spec())
   return DescribeRegion(0, nodes, g, g.PostOrder(), device);
 }
 
+// A parsed graph and one region of it (the region points into the graph).
+struct GraphRegion {
+  std::unique_ptr<Graph> graph;
+  Region region;
+};
+
 inline std::unique_ptr<Graph> LoadExample(const std::string& name) {
   auto g = ImportJsonGraphFile(std::string(KILN_SOURCE_DIR) + "/examples/" + name + ".json");
   EXPECT_TRUE(g.ok()) << g.status();

@@ -18,10 +18,7 @@
 namespace kiln {
 namespace {
 
-struct Row {
-  std::unique_ptr<Graph> graph;
-  Region region;
-};
+using Row = testing::GraphRegion;
 
 Row WholeGraph(const std::string& text) {
   Row row;
