@@ -230,10 +230,11 @@ int ThreadsForShortRow(int64_t n, int vector_width, int64_t inputs, int64_t limi
 
 // The fewest lanes a short row may take: 1 (a thread owns whole rows of up to four vectors, and
 // merges nothing) where the rows give every SM at least kShortRowThreadsPerSm threads that way,
-// else 4 as before (few rows keep their lanes, so their launch keeps its threads). Rows of 16
-// f32, four lanes of one vector each, kept one 16-byte load in flight a thread: the sum over
-// [1048576, 16] f32 ran at 20.0 us against torch.compile's 18.7 (H200, L2 flushed;
-// bench/results/2026-11-29-session34, run 1).
+// else 4 as before (few rows keep their lanes, so their launch keeps its threads). Four lanes
+// of one vector each kept one 16-byte load in flight a thread, and a row of one vector left
+// three lanes idle (H200, kiln tune, L2 flushed; bench/results/2026-11-29-session36, run 4):
+// the sum over [2097152, 8] bf16 took 28.9 us at four lanes, 11.7 at one; log_softmax over
+// [100000, 3] f32 6.9 and 4.3; the sum over [1048576, 16] f32 20.0 (session 34) and 19.3.
 constexpr int64_t kShortRowThreadsPerSm = 256;
 int FewestShortRowLanes(int64_t rows, const DeviceSpec& device) {
   int lanes = 1;
